@@ -1,0 +1,247 @@
+"""The `audiotok` command: encode, decode, reconstruct, info."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+import torch
+from tqdm import tqdm
+
+from ._version import __version__
+from .audio import AUDIO_SUFFIXES, collect_files, write_audio
+from .codes import Codes, load_codes
+from .errors import AudiotokError
+
+CODES_SUFFIXES = {".codes", ".npy"}
+DEFAULT_MODEL = "s2-pro"
+
+model_option = click.option(
+    "--model", "-m", default=DEFAULT_MODEL, show_default=True,
+    help="Model name (fetched from the Hugging Face Hub on first use) or a local checkpoint "
+         "file or directory.")
+device_option = click.option("--device", default="cpu", show_default=True,
+                             help="Torch device, e.g. cpu, cuda, cuda:1.")
+threads_option = click.option("--threads", type=int, default=None,
+                              help="CPU threads for torch (default: torch's choice).")
+subtype_option = click.option(
+    "--subtype", default=None,
+    help="Output sample format, e.g. PCM_16 (WAV default), PCM_24, FLOAT.")
+
+
+def _fail(message: str) -> None:
+    click.echo(f"audiotok: error: {message}", err=True)
+
+
+def _load_codec(model: str, device: str, threads: int | None):
+    from . import load
+
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        return load(model, device=device)
+    except (AudiotokError, OSError) as e:
+        _fail(str(e))
+        sys.exit(1)
+
+
+def _plan(inputs: tuple[str, ...], out: str, suffixes: set[str], out_suffix: str,
+          single_suffixes: set[str]) -> list[tuple[Path, Path]]:
+    """(input file, output file) pairs. One input file and an output with a known suffix means
+    that file; otherwise the output is a folder that mirrors the inputs' trees."""
+    files = collect_files(inputs, suffixes)
+    out_path = Path(out)
+    if (len(inputs) == 1 and not Path(inputs[0]).is_dir() and len(files) == 1
+            and out_path.suffix.lower() in single_suffixes and not out_path.is_dir()):
+        return [(files[0][0], out_path)]
+    return [(f, out_path / rel.with_suffix(out_suffix)) for f, rel in files]
+
+
+def _run_each(pairs: list[tuple[Path, Path]], work: Callable[[Path, Path], str | None],
+              verbose: bool = True) -> None:
+    """Run `work` per pair with a progress bar when there are several; report and exit."""
+    if not pairs:
+        _fail("no input files found")
+        sys.exit(1)
+    failed = 0
+    bar = tqdm(pairs, unit="file", disable=len(pairs) < 2, file=sys.stderr)
+    for src, dst in bar:
+        try:
+            message = work(src, dst)
+        except (AudiotokError, OSError, RuntimeError) as e:
+            failed += 1
+            text = _one_line(e)
+            text = text if str(src) in text else f"{src}: {text}"
+            tqdm.write(f"audiotok: error: {text}", file=sys.stderr)
+            continue
+        if message and verbose:
+            tqdm.write(message, file=sys.stdout)
+    if failed:
+        _fail(f"{failed} of {len(pairs)} files failed")
+        sys.exit(1)
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    prefix = "" if isinstance(e, AudiotokError) else f"{type(e).__name__}: "
+    return prefix + (text or type(e).__name__)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="audiotok")
+def main() -> None:
+    """Neural audio codec tokenizers: audio <-> tokens with the S2 Pro codec."""
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--output", "-o", required=True,
+              help="Output codes file (one input file) or folder (mirrors input folders).")
+@click.option("--format", "fmt", type=click.Choice(["codes", "npy"]), default="codes",
+              show_default=True,
+              help="codes: self-describing archive; npy: integer [K, T] as fish-speech writes.")
+@model_option
+@device_option
+@threads_option
+def encode(inputs, output, fmt, model, device, threads):
+    """Encode audio files (or folders of them) into codes files."""
+    pairs = _plan(inputs, output, AUDIO_SUFFIXES, "." + fmt, CODES_SUFFIXES)
+    codec = _load_codec(model, device, threads)
+
+    def work(src: Path, dst: Path) -> str:
+        codes = codec.encode(src)
+        codes.save(dst)
+        return f"{src} -> {dst}: {int(codes.lengths[0])} frames x {codec.num_codebooks} codebooks"
+
+    _run_each(pairs, work)
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--output", "-o", required=True,
+              help="Output audio file (one input file) or folder.")
+@click.option("--clamp", is_flag=True,
+              help="Clamp out-of-range tokens into the codebook instead of failing.")
+@model_option
+@device_option
+@threads_option
+@subtype_option
+def decode(inputs, output, clamp, model, device, threads, subtype):
+    """Decode codes files (.codes or fish-speech .npy) into audio files."""
+    pairs = _plan(inputs, output, CODES_SUFFIXES, ".wav", AUDIO_SUFFIXES)
+    codec = _load_codec(model, device, threads)
+
+    def work(src: Path, dst: Path) -> str:
+        codes = load_codes(src)
+        audio = codec.decode(codes, clamp=clamp).cpu()
+        written = []
+        for i in range(len(codes)):
+            target = dst if len(codes) == 1 else dst.with_name(f"{dst.stem}_{i}{dst.suffix}")
+            n = _item_length(codes, i, audio.shape[-1], codec.samples_per_frame)
+            write_audio(target, audio[i, 0, :n], codec.sample_rate, subtype)
+            written.append(str(target))
+        return f"{src} -> {', '.join(written)}"
+
+    _run_each(pairs, work)
+
+
+def _item_length(codes: Codes, i: int, longest: int, samples_per_frame: int) -> int:
+    n = int(codes.lengths[i]) * samples_per_frame
+    if codes.num_samples is not None:
+        n = min(n, int(codes.num_samples[i]))
+    return min(n, longest)
+
+
+@main.command()
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--output", "-o", required=True,
+              help="Output audio file (one input file) or folder.")
+@click.option("--sample-rate", type=int, default=None,
+              help="Resample the output to this rate (default: the codec's rate).")
+@model_option
+@device_option
+@threads_option
+@subtype_option
+def reconstruct(inputs, output, sample_rate, model, device, threads, subtype):
+    """Encode then decode audio files: hear what the codec keeps."""
+    from .audio import resample
+
+    pairs = _plan(inputs, output, AUDIO_SUFFIXES, ".wav", AUDIO_SUFFIXES)
+    codec = _load_codec(model, device, threads)
+    rate = sample_rate or codec.sample_rate
+
+    def work(src: Path, dst: Path) -> str:
+        t0 = time.perf_counter()
+        codes = codec.encode(src)
+        t1 = time.perf_counter()
+        audio = codec.decode(codes)[0, 0].cpu().numpy()
+        t2 = time.perf_counter()
+        if rate != codec.sample_rate:
+            audio = resample(audio, codec.sample_rate, rate)
+        write_audio(dst, audio, rate, subtype)
+        seconds = int(codes.num_samples[0]) / codec.sample_rate
+        src_rate = codes.meta["source_sample_rate"][0]
+        frames = int(codes.lengths[0])
+        return (f"{src} ({seconds:.2f} s, {src_rate} Hz) -> {frames} frames x "
+                f"{codec.num_codebooks} codebooks ({codec.info()['bitrate_bps'] / 1000:.2f} kbit/s)"
+                f" -> {dst} ({rate} Hz); encode {t1 - t0:.2f} s, decode {t2 - t1:.2f} s, "
+                f"real-time factor {(t2 - t0) / seconds:.2f}")
+
+    _run_each(pairs, work)
+
+
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path(exists=True))
+@click.option("--model", "-m", default=None,
+              help=f"Model to describe (default {DEFAULT_MODEL} when no files are given).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@device_option
+def info(files, model, as_json, device):
+    """Facts about a model (sizes, rates, parameters, weight licence) or about codes files."""
+    report: dict = {}
+    failed = 0
+    if model or not files:
+        report["model"] = _load_codec(model or DEFAULT_MODEL, device, None).info()
+    for f in files:
+        try:
+            report[f] = _codes_facts(load_codes(f))
+        except AudiotokError as e:
+            failed += 1
+            _fail(f"{f}: {_one_line(e)}")
+    if as_json:
+        click.echo(json.dumps(report, indent=1))
+    else:
+        for name, facts in report.items():
+            click.echo(f"{name}:")
+            for k, v in facts.items():
+                click.echo(f"  {k}: {v}")
+    if failed:
+        sys.exit(1)
+
+
+def _codes_facts(codes: Codes) -> dict:
+    facts = {
+        "codec": codes.codec or "unknown (.npy)",
+        "items": len(codes),
+        "codebooks": codes.tokens.shape[1],
+        "frames": codes.lengths.tolist(),
+    }
+    if codes.sample_rate:
+        facts["sample_rate"] = codes.sample_rate
+        facts["frame_rate"] = codes.frame_rate
+        facts["durations_s"] = [round(n / codes.frame_rate, 3) for n in codes.lengths.tolist()]
+    if codes.num_samples is not None:
+        facts["num_samples"] = codes.num_samples.tolist()
+        if codes.sample_rate:
+            facts["durations_s"] = [round(n / codes.sample_rate, 3)
+                                    for n in codes.num_samples.tolist()]
+    facts.update({k: v for k, v in codes.meta.items()})
+    return facts
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,200 @@
+"""The codec API shared by every model: encode any audio into Codes, decode Codes into audio."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import save_file
+from torch import nn
+
+from ._version import __version__
+from .audio import AudioItem, to_items
+from .codes import Codes
+from .errors import CodesError
+from .fileio import atomic_output
+
+_ANNOUNCED: set[str] = set()
+
+
+class Codec:
+    """A loaded codec. Subclasses set the class attributes and implement `_encode_batch`,
+    `_decode_batch` and `num_frames`."""
+
+    name: str = ""
+    title: str = ""
+    licence: str = ""
+
+    def __init__(self, model: nn.Module, config, *, source: str = "", device=None,
+                 dtype: torch.dtype = torch.float32):
+        self.model = model.to(device=device, dtype=dtype).eval()
+        self.config = config
+        self.source = source
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
+        self.dtype = dtype
+
+    # -- facts -------------------------------------------------------------------------------
+    sample_rate: int
+    samples_per_frame: int
+    num_codebooks: int
+    codebook_sizes: tuple[int, ...]
+
+    @property
+    def frame_rate(self) -> float:
+        return self.sample_rate / self.samples_per_frame
+
+    def num_frames(self, num_samples: int) -> int:
+        """Code frames for `num_samples` samples at the codec's rate."""
+        raise NotImplementedError
+
+    def info(self) -> dict:
+        bits = sum(float(np.log2(s)) for s in self.codebook_sizes)
+        return {
+            "codec": self.name,
+            "model": self.title,
+            "source": self.source,
+            "sample_rate": self.sample_rate,
+            "samples_per_frame": self.samples_per_frame,
+            "frame_rate": self.frame_rate,
+            "num_codebooks": self.num_codebooks,
+            "codebook_sizes": list(self.codebook_sizes),
+            "bitrate_bps": round(bits * self.frame_rate, 2),
+            "parameters": sum(p.numel() for p in self.model.parameters()),
+            "dtype": str(self.dtype).replace("torch.", ""),
+            "device": str(self.device),
+            "weights_licence": self.licence,
+        }
+
+    def announce_licence(self) -> None:
+        """Tell the user, once per process and codec, which licence the weights carry."""
+        if self.name not in _ANNOUNCED:
+            _ANNOUNCED.add(self.name)
+            print(f"audiotok: {self.title} weights are under the {self.licence}.", file=sys.stderr)
+
+    # -- encode ------------------------------------------------------------------------------
+    def encode(self, x, sample_rate: int | None = None) -> Codes:
+        """Tokens of one item or a batch.
+
+        x: a path, bytes of an audio file, a numpy array or torch tensor ([N] mono or [C, N]
+        channels-first for one item, [B, C, N] for a batch), or a list of single items of any
+        lengths and channel counts. Arrays are at `sample_rate` (default: the codec's rate);
+        audio is downmixed and resampled as needed.
+        """
+        items = to_items(x, sample_rate, self.sample_rate)
+        with torch.inference_mode():
+            tokens = self._encode_items(items)
+        lengths = torch.tensor([t.shape[-1] for t in tokens])
+        batch = torch.zeros(len(tokens), self.num_codebooks, int(lengths.max()), dtype=torch.long)
+        for i, t in enumerate(tokens):
+            batch[i, :, : t.shape[-1]] = t
+        return Codes(
+            tokens=batch, lengths=lengths, codec=self.name, sample_rate=self.sample_rate,
+            samples_per_frame=self.samples_per_frame,
+            num_samples=torch.tensor([it.samples.numel() for it in items]),
+            meta={"codec_version": __version__, "model": self.title,
+                  "source_sample_rate": [it.source_rate for it in items],
+                  "source_num_samples": [it.source_samples for it in items]},
+        )
+
+    def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
+        """Tokens [K, T_i] per item. Default: one zero-padded batch, valid for causal codecs."""
+        frames = [self.num_frames(it.samples.numel()) for it in items]
+        length = max(frames) * self.samples_per_frame
+        audio = torch.zeros(len(items), 1, length, device=self.device, dtype=self.dtype)
+        for i, it in enumerate(items):
+            audio[i, 0, : it.samples.numel()] = it.samples.to(self.device, self.dtype)
+        tokens = self._encode_batch(audio).cpu()
+        return [tokens[i, :, :n] for i, n in enumerate(frames)]
+
+    def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    # -- decode ------------------------------------------------------------------------------
+    def decode(self, codes, *, clamp: bool = False) -> torch.Tensor:
+        """Audio float32 [B, 1, N] for Codes or integer tokens [B, K, T] / [K, T].
+
+        Each item is trimmed to its length (the samples it was encoded from when known, else
+        frames * samples_per_frame) and zero beyond it; N is the longest item. Tokens outside a
+        codebook raise CodesError, or are clamped into range with clamp=True.
+        """
+        tokens, lengths, num_samples = self._check_codes(codes, clamp)
+        with torch.inference_mode():
+            audio = self._decode_batch(tokens.to(self.device)).float()
+        spf = self.samples_per_frame
+        out_len = lengths * spf
+        if num_samples is not None:
+            out_len = torch.minimum(num_samples, out_len)
+        n_max = int(out_len.max())
+        audio = audio[..., :n_max].clone()
+        for i, n in enumerate(out_len.tolist()):
+            audio[i, :, n:] = 0
+        return audio
+
+    def _decode_batch(self, tokens: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _check_codes(self, codes, clamp: bool):
+        num_samples = None
+        if isinstance(codes, Codes):
+            if codes.codec is not None and codes.codec != self.name:
+                raise CodesError(f"these codes were made by the {codes.codec!r} codec; this is "
+                                 f"the {self.name!r} codec")
+            tokens, lengths, num_samples = codes.tokens, codes.lengths, codes.num_samples
+        else:
+            tokens = _as_token_tensor(codes)
+            if tokens.ndim == 2:
+                tokens = tokens[None]
+            if tokens.ndim != 3:
+                raise CodesError(f"tokens must be [B, K, T] or [K, T], got shape "
+                                 f"{tuple(tokens.shape)}")
+            lengths = torch.full((tokens.shape[0],), tokens.shape[2])
+        b, k, t = tokens.shape
+        if k != self.num_codebooks:
+            raise CodesError(f"tokens have {k} codebooks (shape {tuple(tokens.shape)}); the "
+                             f"{self.name} codec has {self.num_codebooks}")
+        if t == 0 or b == 0 or int(lengths.min()) == 0:
+            raise CodesError(f"no frames to decode (shape {tuple(tokens.shape)}, lengths "
+                             f"{lengths.tolist()})")
+        tokens = tokens.long().clone()
+        valid = torch.arange(t)[None, :] < lengths.cpu()[:, None]  # [B, T]
+        tokens.masked_fill_(~valid[:, None, :].to(tokens.device), 0)
+        high = torch.tensor(self.codebook_sizes, device=tokens.device)[None, :, None] - 1
+        bad = (tokens < 0) | (tokens > high)
+        if bad.any():
+            if not clamp:
+                i, cb, f = (int(v) for v in bad.nonzero()[0])
+                raise CodesError(
+                    f"token {int(tokens[i, cb, f])} at item {i}, codebook {cb}, frame {f} is "
+                    f"outside 0..{self.codebook_sizes[cb] - 1} (pass clamp=True to clamp)")
+            tokens = torch.minimum(tokens.clamp(min=0), high)
+        return tokens, lengths.cpu().long(), None if num_samples is None else num_samples.cpu()
+
+    # -- saving ------------------------------------------------------------------------------
+    def save_pretrained(self, directory: str | os.PathLike) -> None:
+        """Write config.json and model.safetensors (float32) for `audiotok.load(directory)`."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        sd = {k: v.detach().float().cpu().contiguous() for k, v in self.model.state_dict().items()}
+        with atomic_output(d / "model.safetensors") as tmp:
+            save_file(sd, str(tmp), metadata={"codec": self.name, "format": "audiotok"})
+        config = {"codec": self.name, "format_version": 1, **self.config.to_dict()}
+        with atomic_output(d / "config.json") as tmp:
+            tmp.write_text(json.dumps(config, indent=1) + "\n")
+
+
+def _as_token_tensor(x) -> torch.Tensor:
+    if isinstance(x, torch.Tensor):
+        t = x
+    else:
+        try:
+            t = torch.from_numpy(np.asarray(x))
+        except (TypeError, ValueError):
+            raise CodesError(f"tokens must be an integer array or Codes, got "
+                             f"{type(x).__name__}") from None
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise CodesError(f"tokens must be integers, got dtype {t.dtype}")
+    return t

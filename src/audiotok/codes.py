@@ -1,0 +1,161 @@
+"""Codes: tokens of a batch of items with their lengths and what made them, and their files.
+
+Two file formats:
+- `.npy`: one item, integer [K, T], exactly what fish-speech's tools write and read;
+- `.codes` (anything else): a self-describing numpy .npz archive holding `tokens` [B, K, T]
+  (the smallest unsigned dtype that fits), `lengths` [B], `num_samples` [B] (-1 if unknown) and a
+  JSON `meta` string (format, codec name and version, sample rate, frame rate, codebook sizes).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .errors import CodesError
+from .fileio import atomic_output
+
+FORMAT = "audiotok-codes"
+FORMAT_VERSION = 1
+
+
+@dataclass
+class Codes:
+    """tokens [B, K, T] int64; lengths [B] valid frames per item (the rest is padding, zeros).
+
+    num_samples [B] is the number of audio samples (at the codec's rate) each item was encoded
+    from, so decoding can return exactly that many; None when unknown.
+    """
+
+    tokens: torch.Tensor
+    lengths: torch.Tensor
+    codec: str | None = None
+    sample_rate: int | None = None
+    samples_per_frame: int | None = None
+    num_samples: torch.Tensor | None = None
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.tokens.ndim != 3:
+            raise CodesError(f"Codes.tokens must be [B, K, T], got shape "
+                             f"{tuple(self.tokens.shape)}")
+        if self.lengths.shape != (self.tokens.shape[0],):
+            raise CodesError(f"Codes.lengths must have shape [{self.tokens.shape[0]}], got "
+                             f"{tuple(self.lengths.shape)}")
+        if int(self.lengths.max()) > self.tokens.shape[2] or int(self.lengths.min()) < 0:
+            raise CodesError(f"Codes.lengths {self.lengths.tolist()} do not fit "
+                             f"{self.tokens.shape[2]} frames")
+
+    @property
+    def frame_rate(self) -> float | None:
+        if self.sample_rate and self.samples_per_frame:
+            return self.sample_rate / self.samples_per_frame
+        return None
+
+    def __len__(self) -> int:
+        return self.tokens.shape[0]
+
+    def __getitem__(self, i: int) -> Codes:
+        """Item i alone, trimmed to its length."""
+        n = int(self.lengths[i])
+        return replace(
+            self, tokens=self.tokens[i : i + 1, :, :n], lengths=self.lengths[i : i + 1],
+            num_samples=None if self.num_samples is None else self.num_samples[i : i + 1],
+        )
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write atomically: `.npy` (one item, fish-speech layout) or the `.codes` archive."""
+        save_codes(self, path)
+
+    @staticmethod
+    def load(path: str | os.PathLike) -> Codes:
+        return load_codes(path)
+
+
+def _smallest_uint(max_value: int) -> np.dtype:
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if max_value <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.int64)
+
+
+def save_codes(codes: Codes, path: str | os.PathLike) -> None:
+    path = Path(path)
+    tokens = codes.tokens.detach().cpu()
+    if path.suffix == ".npy":
+        if len(codes) != 1:
+            raise CodesError(f"{path}: a .npy codes file holds one item, got a batch of "
+                             f"{len(codes)}; save as .codes or save each item")
+        with atomic_output(path) as tmp, open(tmp, "wb") as f:
+            np.save(f, tokens[0, :, : int(codes.lengths[0])].numpy().astype(np.int64))
+        return
+    num_samples = (codes.num_samples if codes.num_samples is not None
+                   else torch.full_like(codes.lengths, -1))
+    meta = dict(codes.meta, format=FORMAT, format_version=FORMAT_VERSION, codec=codes.codec,
+                sample_rate=codes.sample_rate, samples_per_frame=codes.samples_per_frame,
+                frame_rate=codes.frame_rate)
+    if tokens.numel() and int(tokens.min()) < 0:
+        raise CodesError(f"{path}: negative tokens cannot be saved")
+    dtype = _smallest_uint(int(tokens.max()) if tokens.numel() else 0)
+    with atomic_output(path) as tmp, open(tmp, "wb") as f:
+        np.savez(f, tokens=tokens.numpy().astype(dtype), lengths=codes.lengths.cpu().numpy(),
+                 num_samples=num_samples.cpu().numpy(), meta=np.array(json.dumps(meta)))
+
+
+def load_codes(path: str | os.PathLike) -> Codes:
+    """Read a `.npy` (fish-speech, [K, T]) or `.codes` file."""
+    path = Path(path)
+    if not path.is_file():
+        raise CodesError(f"{path}: no such codes file")
+    try:
+        if path.suffix == ".npy":
+            arr = np.load(path, allow_pickle=False)
+            return _from_npy(arr, path)
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
+        raise CodesError(f"{path}: cannot read codes file ({e})") from None
+    return _from_archive(arrays, path)
+
+
+def _from_npy(arr: np.ndarray, path: Path) -> Codes:
+    if arr.ndim != 2 or arr.dtype.kind not in "iu":
+        raise CodesError(f"{path}: expected integer tokens [K, T], got {arr.dtype} array of shape "
+                         f"{arr.shape}")
+    tokens = torch.from_numpy(arr.astype(np.int64))[None]
+    return Codes(tokens=tokens, lengths=torch.tensor([arr.shape[1]]))
+
+
+def _from_archive(arrays: dict, path: Path) -> Codes:
+    missing = {"tokens", "lengths", "meta"} - set(arrays)
+    if missing:
+        raise CodesError(f"{path}: not an audiotok codes file (missing {sorted(missing)})")
+    try:
+        meta = json.loads(str(arrays["meta"]))
+    except ValueError:
+        raise CodesError(f"{path}: unreadable metadata") from None
+    if meta.get("format") != FORMAT or meta.get("format_version", 0) > FORMAT_VERSION:
+        raise CodesError(f"{path}: unsupported codes format {meta.get('format')!r} version "
+                         f"{meta.get('format_version')!r}")
+    tokens, lengths = arrays["tokens"], arrays["lengths"]
+    if tokens.ndim != 3 or tokens.dtype.kind not in "iu":
+        raise CodesError(f"{path}: tokens must be integer [B, K, T], got {tokens.dtype} "
+                         f"{tokens.shape}")
+    num_samples = arrays.get("num_samples")
+    ns = None
+    if num_samples is not None and (num_samples >= 0).all():
+        ns = torch.from_numpy(num_samples.astype(np.int64))
+    known = {"format", "format_version", "codec", "sample_rate", "samples_per_frame", "frame_rate"}
+    return Codes(
+        tokens=torch.from_numpy(tokens.astype(np.int64)),
+        lengths=torch.from_numpy(lengths.astype(np.int64)),
+        codec=meta.get("codec"), sample_rate=meta.get("sample_rate"),
+        samples_per_frame=meta.get("samples_per_frame"), num_samples=ns,
+        meta={k: v for k, v in meta.items() if k not in known},
+    )

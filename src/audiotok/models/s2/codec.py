@@ -1,0 +1,52 @@
+"""S2Codec: the S2 network behind the common Codec API."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import torch
+
+from ...checkpoint import load_into
+from ...codec import Codec
+from .config import S2Config
+from .model import S2Model
+from .weights import CODEC_NAME, checkpoint_file, load_checkpoint
+
+LICENCE = ("Fish Audio Research License (non-commercial use only; "
+           "https://huggingface.co/fishaudio/s2-pro/blob/main/LICENSE.md)")
+
+
+class S2Codec(Codec):
+    """Fish Audio's S2 Pro codec: 44.1 kHz mono <-> 1 semantic + N residual codebooks, causal."""
+
+    name = CODEC_NAME
+    title = "Fish Audio S2 codec"
+    licence = LICENCE
+
+    def __init__(self, model: S2Model, **kw):
+        super().__init__(model, model.config, **kw)
+        config = model.config
+        self.sample_rate = config.sample_rate
+        self.samples_per_frame = config.samples_per_frame
+        self.num_codebooks = config.num_codebooks
+        self.codebook_sizes = config.codebook_sizes
+
+    @classmethod
+    def from_checkpoint(cls, path: Path, config: S2Config | None = None, **kw) -> S2Codec:
+        """Load any supported S2 checkpoint (see weights.py); `config` overrides the file's."""
+        path = checkpoint_file(path)
+        state_dict, config = load_checkpoint(path, config)
+        with torch.device("meta"):  # no memory for weights about to be replaced
+            model = S2Model(config)
+        load_into(model, state_dict, str(path))
+        return cls(model, source=str(path), **kw)
+
+    def num_frames(self, num_samples: int) -> int:
+        return math.ceil(num_samples / self.samples_per_frame)
+
+    def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
+        return self.model.encode(audio)
+
+    def _decode_batch(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.model.decode(tokens)

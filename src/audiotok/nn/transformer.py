@@ -1,0 +1,182 @@
+"""Pre-norm causal transformer with interleaved RoPE and window-limited attention.
+
+The attention never materialises a T x T mask: queries are processed in blocks of `window`
+positions, each attending to at most the `window` keys ending at itself, so memory and time grow
+linearly with the sequence length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    dim: int
+    n_layer: int
+    n_head: int
+    head_dim: int
+    intermediate_size: int
+    window: int
+    n_local_heads: int = -1
+    rope_base: float = 10000.0
+    norm_eps: float = 1e-5
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_head if self.n_local_heads < 1 else self.n_local_heads
+
+
+def rope_table(positions: torch.Tensor, head_dim: int, base: float) -> torch.Tensor:
+    """cos/sin of interleaved RoPE pairs, [T, head_dim // 2, 2], rounded to bfloat16.
+
+    The S2 codec was trained with a bfloat16 table; reproducing that rounding is required for
+    parity. Values are returned as bfloat16 and promote to float32 in the rotation.
+    """
+    half = head_dim // 2
+    freqs = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=positions.device)[:half].float()
+                            / head_dim))
+    angles = torch.outer(positions, freqs)
+    cis = torch.polar(torch.ones_like(angles), angles)
+    return torch.stack([cis.real, cis.imag], dim=-1).to(torch.bfloat16)
+
+
+def apply_rope(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """Rotate adjacent pairs (2i, 2i+1) of x [B, T, H, D] by the angles in table [T, D/2, 2]."""
+    xs = x.float().reshape(*x.shape[:-1], -1, 2)
+    t = table.view(1, xs.shape[1], 1, xs.shape[3], 2)
+    x0, x1 = xs[..., 0], xs[..., 1]
+    c, s = t[..., 0], t[..., 1]
+    out = torch.stack([x0 * c - x1 * s, x1 * c + x0 * s], dim=-1)
+    return out.flatten(3).type_as(x)
+
+
+def window_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int) -> torch.Tensor:
+    """Boolean mask [Tq, Tk]: query i sees key j iff i - window < j <= i."""
+    diff = q_pos[:, None] - k_pos[None, :]
+    return (diff >= 0) & (diff < window)
+
+
+def windowed_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tensor,
+    k_pos: torch.Tensor, window: int,
+) -> torch.Tensor:
+    """Causal attention limited to the last `window` keys, q [B, H, Tq, D], k/v [B, H, Tk, D].
+
+    Key positions k_pos must be increasing and end at q_pos[-1] (self-attention, possibly with a
+    cached prefix of keys).
+    """
+    tq, tk = q.shape[2], k.shape[2]
+    if tq <= window:
+        mask = window_mask(q_pos, k_pos, window)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    offset = tk - tq  # number of cached keys before the first query
+    blocks = []
+    for start in range(0, tq, window):
+        stop = min(start + window, tq)
+        k_start = max(0, offset + start - window + 1)
+        k_stop = offset + stop
+        mask = window_mask(q_pos[start:stop], k_pos[k_start:k_stop], window)
+        blocks.append(F.scaled_dot_product_attention(
+            q[:, :, start:stop], k[:, :, k_start:k_stop], v[:, :, k_start:k_stop], attn_mask=mask,
+        ))
+    return torch.cat(blocks, dim=2)
+
+
+class RMSNorm(nn.Module):
+    """RMSNorm computed in float32, cast back to the input dtype, then scaled."""
+
+    def __init__(self, dim: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        xf = x.float()
+        y = xf * torch.rsqrt(torch.mean(xf * xf, dim=-1, keepdim=True) + self.eps)
+        return y.type_as(x) * self.weight
+
+
+class LayerScale(nn.Module):
+    def __init__(self, dim: int):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.gamma
+
+
+class FeedForward(nn.Module):
+    """SwiGLU MLP: w2(silu(w1 x) * w3 x)."""
+
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.w1 = nn.Linear(dim, hidden, bias=False)
+        self.w3 = nn.Linear(dim, hidden, bias=False)
+        self.w2 = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.silu(self.w1(x)) * self.w3(x))
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        q_size, kv_size = cfg.n_head * cfg.head_dim, cfg.kv_heads * cfg.head_dim
+        self.split = (q_size, kv_size, kv_size)
+        self.wqkv = nn.Linear(cfg.dim, q_size + 2 * kv_size, bias=False)
+        self.wo = nn.Linear(q_size, cfg.dim, bias=False)
+
+    def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        cfg = self.cfg
+        b, t, _ = x.shape
+        q, k, v = self.wqkv(x).split(self.split, dim=-1)
+        q = apply_rope(q.view(b, t, cfg.n_head, cfg.head_dim), rope).transpose(1, 2)
+        k = apply_rope(k.view(b, t, cfg.kv_heads, cfg.head_dim), rope).transpose(1, 2)
+        v = v.view(b, t, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
+        if cfg.kv_heads != cfg.n_head:
+            k = k.repeat_interleave(cfg.n_head // cfg.kv_heads, dim=1)
+            v = v.repeat_interleave(cfg.n_head // cfg.kv_heads, dim=1)
+        y = windowed_attention(q, k, v, pos, pos, cfg.window)
+        return self.wo(y.transpose(1, 2).reshape(b, t, cfg.n_head * cfg.head_dim))
+
+
+class TransformerBlock(nn.Module):
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.attention = Attention(cfg)
+        self.feed_forward = FeedForward(cfg.dim, cfg.intermediate_size)
+        self.attention_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.attention_layer_scale = LayerScale(cfg.dim)
+        self.ffn_layer_scale = LayerScale(cfg.dim)
+
+    def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        h = x + self.attention_layer_scale(self.attention(self.attention_norm(x), rope, pos))
+        return h + self.ffn_layer_scale(self.feed_forward(self.ffn_norm(h)))
+
+
+class WindowedTransformer(nn.Module):
+    """Stack of causal window-limited blocks and a final RMSNorm; channels-first [B, C, T] in/out.
+
+    Positions are 0..T-1 on each call, as in the reference.
+    """
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.layers = nn.ModuleList(TransformerBlock(cfg) for _ in range(cfg.n_layer))
+        self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.transpose(1, 2)
+        pos = torch.arange(x.shape[1], device=x.device)
+        rope = rope_table(pos, self.cfg.head_dim, self.cfg.rope_base)
+        for layer in self.layers:
+            x = layer(x, rope, pos)
+        return self.norm(x).transpose(1, 2)

@@ -1,0 +1,93 @@
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from audiotok.nn.conv import CausalConv1d, CausalConvTranspose1d
+from audiotok.nn.transformer import (
+    TransformerConfig,
+    WindowedTransformer,
+    apply_rope,
+    rope_table,
+    windowed_attention,
+)
+
+
+def dense_reference(q, k, v, window):
+    t = q.shape[2]
+    i = torch.arange(t)
+    mask = (i[None, :] <= i[:, None]) & (i[None, :] > i[:, None] - window)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("t", [1, 7, 8, 9, 29])
+def test_blocked_attention_equals_dense_mask(t):
+    torch.manual_seed(t)
+    q, k, v = (torch.randn(2, 3, t, 16) for _ in range(3))
+    pos = torch.arange(t)
+    out = windowed_attention(q, k, v, pos, pos, window=8)
+    assert torch.allclose(out, dense_reference(q, k, v, 8), atol=1e-6)
+
+
+def test_attention_with_cached_prefix_keys():
+    torch.manual_seed(0)
+    t, window, cached = 20, 6, 5
+    q, k, v = (torch.randn(1, 2, t, 8) for _ in range(3))
+    full = dense_reference(q, k, v, window)
+    pos = torch.arange(t)
+    part = windowed_attention(q[:, :, cached:], k, v, pos[cached:], pos, window)
+    assert torch.allclose(part, full[:, :, cached:], atol=1e-6)
+
+
+def test_rope_table_is_bf16_rounded_polar():
+    pos = torch.arange(1000)
+    table = rope_table(pos, 64, 10000.0)
+    assert table.shape == (1000, 32, 2) and table.dtype == torch.bfloat16
+    freqs = 1.0 / (10000.0 ** (torch.arange(0, 64, 2).float() / 64))
+    angles = pos.float()[:, None] * freqs
+    exact = torch.stack([angles.cos(), angles.sin()], -1)
+    err = (table.float() - exact).abs()
+    assert 1e-4 < err.max() <= 2e-3  # rounded to bf16, as the model was trained
+    same = (table == exact.to(torch.bfloat16)).float().mean()
+    assert same > 0.999  # bf16 of the float32 cos/sin (an ulp of float32 may flip a rounding)
+
+
+def test_rope_rotates_adjacent_pairs():
+    x = torch.zeros(1, 1, 1, 4)
+    x[..., 0] = 1.0  # pair (0, 1) holds (1, 0)
+    table = torch.tensor([[[0.0, 1.0], [1.0, 0.0]]])  # pair 0 rotated by 90 degrees
+    out = apply_rope(x, table)
+    assert out.flatten().tolist() == [0.0, 1.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("kernel, stride, dilation", [(7, 1, 1), (7, 1, 9), (4, 2, 1), (16, 8, 1)])
+def test_causal_conv_length_and_causality(kernel, stride, dilation):
+    torch.manual_seed(0)
+    conv = CausalConv1d(3, 5, kernel, stride=stride, dilation=dilation)
+    x = torch.randn(1, 3, 50)
+    y = conv(x)
+    assert y.shape[-1] == math.ceil(50 / stride)
+    prefix = conv(x[..., :24])  # a prefix of whole strides gives a prefix of the output
+    assert torch.allclose(y[..., : prefix.shape[-1]], prefix, atol=1e-6)
+
+
+@pytest.mark.parametrize("kernel, stride", [(16, 8), (2, 2)])
+def test_causal_transposed_conv_length_and_causality(kernel, stride):
+    torch.manual_seed(0)
+    conv = CausalConvTranspose1d(4, 3, kernel, stride=stride)
+    x = torch.randn(1, 4, 10)
+    y = conv(x)
+    assert y.shape[-1] == 10 * stride
+    assert torch.allclose(y[..., : 6 * stride], conv(x[..., :6]), atol=1e-6)
+
+
+def test_transformer_is_causal_over_several_windows():
+    torch.manual_seed(0)
+    cfg = TransformerConfig(dim=32, n_layer=2, n_head=2, head_dim=16, intermediate_size=48,
+                            window=4)
+    model = WindowedTransformer(cfg).eval()
+    x = torch.randn(1, 32, 19)
+    with torch.no_grad():
+        full, prefix = model(x), model(x[..., :11])
+    assert torch.allclose(full[..., :11], prefix, atol=1e-5)

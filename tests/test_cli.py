@@ -1,0 +1,120 @@
+"""The audiotok command, run in-process with click's runner (and once as a real process)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+from click.testing import CliRunner
+
+from audiotok.cli import main
+from tests.conftest import S2_TINY
+
+MODEL = str(S2_TINY / "codec.pth")
+SPEECH = Path(__file__).parents[1] / "examples" / "speech.wav"
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+def files_under(d):
+    return sorted(str(p.relative_to(d)) for p in Path(d).rglob("*") if p.is_file())
+
+
+def test_reconstruct_example(tmp_path):
+    out = tmp_path / "speech_s2.wav"
+    r = run("reconstruct", SPEECH, "-o", out, "--model", MODEL)
+    assert r.exit_code == 0, r.output
+    assert "frames x 10 codebooks" in r.stdout and "real-time factor" in r.stdout
+    audio, rate = sf.read(out)
+    src = sf.info(SPEECH)
+    assert rate == 44100 and audio.shape == (round(src.frames * 44100 / src.samplerate),)
+    assert 0.01 < np.sqrt(np.mean(audio**2)) < 1
+    r = run("reconstruct", SPEECH, "-o", tmp_path / "x.flac", "--model", MODEL,
+            "--sample-rate", 16000)
+    assert r.exit_code == 0 and sf.info(tmp_path / "x.flac").samplerate == 16000
+
+
+def test_encode_tree_with_a_bad_file(tmp_path, s2_golden):
+    src = tmp_path / "in"
+    (src / "a" / "b").mkdir(parents=True)
+    sf.write(src / "a" / "one.wav", s2_golden["audio_30000"], 44100, subtype="FLOAT")
+    sf.write(src / "a" / "b" / "two.flac", s2_golden["audio_2049"], 44100)
+    (src / "bad.wav").write_bytes(b"not audio at all")
+    (src / "notes.txt").write_text("ignored")
+    r = run("encode", src, "-o", tmp_path / "out", "--model", MODEL)
+    assert r.exit_code == 1
+    errors = [line for line in r.stderr.splitlines() if "error" in line]
+    assert any("bad.wav: cannot read audio" in e for e in errors)
+    assert "1 of 3 files failed" in errors[-1]
+    assert files_under(tmp_path / "out") == ["a/b/two.codes", "a/one.codes"]
+    from audiotok.codes import load_codes
+
+    codes = load_codes(tmp_path / "out" / "a" / "one.codes")
+    assert codes.tokens[0].tolist() == s2_golden["codes_30000"].tolist()
+
+
+def test_encode_npy_then_decode(tmp_path, s2_golden, s2_codec):
+    sf.write(tmp_path / "a.wav", s2_golden["audio_132377"], 44100, subtype="FLOAT")
+    assert run("encode", tmp_path / "a.wav", "-o", tmp_path / "a.npy", "--format", "npy",
+               "-m", MODEL).exit_code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), s2_golden["codes_132377"])
+    r = run("decode", tmp_path / "a.npy", "-o", tmp_path / "a_dec.wav", "-m", MODEL,
+            "--subtype", "FLOAT")
+    assert r.exit_code == 0, r.output
+    audio, rate = sf.read(tmp_path / "a_dec.wav", dtype="float32")
+    assert rate == 44100 and audio.size == 65 * 2048
+    assert np.abs(audio - s2_golden["decoded_132377"]).max() <= 1e-4
+
+
+def test_decode_codes_trims_to_input_length(tmp_path, s2_golden):
+    sf.write(tmp_path / "a.wav", s2_golden["audio_30000"], 44100)
+    run("encode", tmp_path / "a.wav", "-o", tmp_path / "a.codes", "-m", MODEL)
+    assert run("decode", tmp_path / "a.codes", "-o", tmp_path / "d", "-m", MODEL).exit_code == 0
+    assert sf.info(tmp_path / "d" / "a.wav").frames == 30000
+
+
+def test_decode_bad_codes_leaves_nothing(tmp_path):
+    np.save(tmp_path / "bad.npy", np.zeros((3, 10, 4), np.int64))
+    np.save(tmp_path / "range.npy", np.full((10, 4), 5000, np.int64))
+    r = run("decode", tmp_path / "bad.npy", tmp_path / "range.npy", "-o", tmp_path / "out",
+            "-m", MODEL)
+    assert r.exit_code == 1
+    assert "integer tokens [K, T]" in r.stderr
+    assert "token 5000 at item 0, codebook 0, frame 0" in r.stderr
+    assert not (tmp_path / "out").exists() or files_under(tmp_path / "out") == []
+    r = run("decode", tmp_path / "range.npy", "-o", tmp_path / "c.wav", "-m", MODEL, "--clamp")
+    assert r.exit_code == 0 and sf.info(tmp_path / "c.wav").frames == 4 * 2048
+
+
+def test_info(tmp_path, s2_golden):
+    r = run("info", "--model", MODEL, "--json")
+    facts = json.loads(r.stdout)["model"]
+    assert facts["sample_rate"] == 44100 and facts["num_codebooks"] == 10
+    assert facts["frame_rate"] == 44100 / 2048 and facts["parameters"] > 1_000_000
+    assert "non-commercial" in facts["weights_licence"]
+    sf.write(tmp_path / "a.wav", s2_golden["audio_30000"], 44100)
+    run("encode", tmp_path / "a.wav", "-o", tmp_path / "a.codes", "-m", MODEL)
+    r = run("info", tmp_path / "a.codes")
+    assert r.exit_code == 0
+    assert "frames: [15]" in r.stdout and "durations_s: [0.68]" in r.stdout
+    (tmp_path / "junk.codes").write_bytes(b"junk")
+    assert run("info", tmp_path / "junk.codes").exit_code == 1
+
+
+def test_missing_model_is_one_line(tmp_path):
+    r = run("encode", SPEECH, "-o", tmp_path / "x.codes", "-m", tmp_path / "nope.pth")
+    assert r.exit_code == 1
+    assert r.stderr.count("\n") == 1 and "nope.pth" in r.stderr
+
+
+@pytest.mark.parametrize("entry", [["-m", "audiotok"]])
+def test_module_entry_point(entry):
+    out = subprocess.run([sys.executable, *entry, "--help"], capture_output=True, text=True)
+    assert out.returncode == 0
+    for command in ("encode", "decode", "reconstruct", "info"):
+        assert command in out.stdout

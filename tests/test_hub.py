@@ -1,0 +1,73 @@
+"""Model names resolve through huggingface_hub; tested offline against a local cache laid out
+like the fishaudio/s2-pro repository."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import audiotok
+from audiotok.errors import ModelNotFoundError
+from tests.conftest import S2_TINY
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+LLM_CONFIG = {"model_type": "fish_qwen3_omni", "architectures": ["FishQwen3OmniForCausalLM"]}
+
+
+def lay_out_repo(d):
+    """Files as in fishaudio/s2-pro: the codec beside the language model's own config."""
+    d.mkdir(parents=True)
+    shutil.copy(S2_TINY / "codec.pth", d / "codec.pth")
+    (d / "config.json").write_text(json.dumps(LLM_CONFIG))
+    (d / "README.md").write_text("# Fish Audio S2 Pro\n")
+    (d / "tokenizer.json").write_text("{}")
+
+
+def test_repo_directory_as_path(tmp_path, s2_golden):
+    lay_out_repo(tmp_path / "s2-pro")
+    codec = audiotok.load(tmp_path / "s2-pro")
+    assert codec.source.endswith("codec.pth")
+    codes = codec.encode(s2_golden["audio_30000"])
+    assert codes.tokens[0].tolist() == s2_golden["codes_30000"].tolist()
+
+
+def _run(code, env_extra):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **env_extra}
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_name_resolves_through_hub_cache(tmp_path):
+    cache = tmp_path / "cache"
+    repo = cache / "models--fishaudio--s2-pro"
+    lay_out_repo(repo / "snapshots" / COMMIT)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    code = (
+        "import audiotok, numpy as np\n"
+        "c = audiotok.load('s2-pro')\n"
+        f"z = np.load(r'{S2_TINY / 'expected_pth.npz'}')\n"
+        "ok = (c.encode(z['audio_30000']).tokens[0].numpy() == z['codes_30000']).all()\n"
+        "print(c.source, bool(ok))\n"
+    )
+    out = _run(code, {"HF_HUB_CACHE": str(cache), "HF_HOME": str(tmp_path / "home")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(repo / "snapshots" / COMMIT / "codec.pth"), "True"]
+    assert "Fish Audio Research License" in out.stderr
+
+
+def test_offline_without_cache_says_what_to_do(tmp_path):
+    code = "import audiotok\naudiotok.load('s2-pro')\n"
+    out = _run(code, {"HF_HUB_CACHE": str(tmp_path / "empty"), "HF_HOME": str(tmp_path)})
+    assert out.returncode != 0
+    last = out.stderr.strip().splitlines()[-1]
+    assert "ModelNotFoundError" in last and "fishaudio/s2-pro" in last
+    assert "--model PATH" in last
+
+
+def test_unknown_name():
+    with pytest.raises(ModelNotFoundError, match="neither an existing file or directory"):
+        audiotok.load("no-such-model")
