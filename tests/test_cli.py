@@ -118,3 +118,12 @@ def test_module_entry_point(entry):
     assert out.returncode == 0
     for command in ("encode", "decode", "reconstruct", "info"):
         assert command in out.stdout
+
+
+def test_decode_batch_codes_file_writes_one_file_per_item(tmp_path, s2_codec, s2_golden):
+    codes = s2_codec.encode([s2_golden["batch_audio_0"], s2_golden["batch_audio_2"]])
+    codes.save(tmp_path / "b.codes")
+    r = run("decode", tmp_path / "b.codes", "-o", tmp_path / "b.wav", "-m", MODEL)
+    assert r.exit_code == 0, r.output
+    assert sf.info(tmp_path / "b_0.wav").frames == 30000
+    assert sf.info(tmp_path / "b_1.wav").frames == 12345

@@ -33,6 +33,19 @@ subtype_option = click.option(
     help="Output sample format, e.g. PCM_16 (WAV default), PCM_24, FLOAT.")
 
 
+def model_options(f):
+    """--model, --device, --threads."""
+    return model_option(device_option(threads_option(f)))
+
+
+def files_in_out(output_help: str):
+    """INPUTS... and --output/-o."""
+    def wrap(f):
+        f = click.option("--output", "-o", required=True, help=output_help)(f)
+        return click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))(f)
+    return wrap
+
+
 def _fail(message: str) -> None:
     click.echo(f"audiotok: error: {message}", err=True)
 
@@ -98,15 +111,11 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--output", "-o", required=True,
-              help="Output codes file (one input file) or folder (mirrors input folders).")
+@files_in_out("Output codes file (one input file) or folder (mirrors input folders).")
 @click.option("--format", "fmt", type=click.Choice(["codes", "npy"]), default="codes",
               show_default=True,
               help="codes: self-describing archive; npy: integer [K, T] as fish-speech writes.")
-@model_option
-@device_option
-@threads_option
+@model_options
 def encode(inputs, output, fmt, model, device, threads):
     """Encode audio files (or folders of them) into codes files."""
     pairs = _plan(inputs, output, AUDIO_SUFFIXES, "." + fmt, CODES_SUFFIXES)
@@ -121,14 +130,10 @@ def encode(inputs, output, fmt, model, device, threads):
 
 
 @main.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--output", "-o", required=True,
-              help="Output audio file (one input file) or folder.")
+@files_in_out("Output audio file (one input file) or folder.")
 @click.option("--clamp", is_flag=True,
               help="Clamp out-of-range tokens into the codebook instead of failing.")
-@model_option
-@device_option
-@threads_option
+@model_options
 @subtype_option
 def decode(inputs, output, clamp, model, device, threads, subtype):
     """Decode codes files (.codes or fish-speech .npy) into audio files."""
@@ -139,9 +144,9 @@ def decode(inputs, output, clamp, model, device, threads, subtype):
         codes = load_codes(src)
         audio = codec.decode(codes, clamp=clamp).cpu()
         written = []
-        for i in range(len(codes)):
+        lengths = codec.audio_lengths(codes.lengths, codes.num_samples).tolist()
+        for i, n in enumerate(lengths):
             target = dst if len(codes) == 1 else dst.with_name(f"{dst.stem}_{i}{dst.suffix}")
-            n = _item_length(codes, i, audio.shape[-1], codec.samples_per_frame)
             write_audio(target, audio[i, 0, :n], codec.sample_rate, subtype)
             written.append(str(target))
         return f"{src} -> {', '.join(written)}"
@@ -149,22 +154,11 @@ def decode(inputs, output, clamp, model, device, threads, subtype):
     _run_each(pairs, work)
 
 
-def _item_length(codes: Codes, i: int, longest: int, samples_per_frame: int) -> int:
-    n = int(codes.lengths[i]) * samples_per_frame
-    if codes.num_samples is not None:
-        n = min(n, int(codes.num_samples[i]))
-    return min(n, longest)
-
-
 @main.command()
-@click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True))
-@click.option("--output", "-o", required=True,
-              help="Output audio file (one input file) or folder.")
+@files_in_out("Output audio file (one input file) or folder.")
 @click.option("--sample-rate", type=int, default=None,
               help="Resample the output to this rate (default: the codec's rate).")
-@model_option
-@device_option
-@threads_option
+@model_options
 @subtype_option
 def reconstruct(inputs, output, sample_rate, model, device, threads, subtype):
     """Encode then decode audio files: hear what the codec keeps."""

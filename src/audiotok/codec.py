@@ -124,15 +124,19 @@ class Codec:
         tokens, lengths, num_samples = self._check_codes(codes, clamp)
         with torch.inference_mode():
             audio = self._decode_batch(tokens.to(self.device)).float()
-        spf = self.samples_per_frame
-        out_len = lengths * spf
-        if num_samples is not None:
-            out_len = torch.minimum(num_samples, out_len)
+        out_len = self.audio_lengths(lengths, num_samples)
         n_max = int(out_len.max())
         audio = audio[..., :n_max].clone()
         for i, n in enumerate(out_len.tolist()):
             audio[i, :, n:] = 0
         return audio
+
+    def audio_lengths(self, lengths: torch.Tensor, num_samples: torch.Tensor | None = None
+                      ) -> torch.Tensor:
+        """Samples each item decodes to: the length it was encoded from when known (at most its
+        frames), else frames * samples_per_frame."""
+        out = lengths.cpu() * self.samples_per_frame
+        return out if num_samples is None else torch.minimum(num_samples.cpu(), out)
 
     def _decode_batch(self, tokens: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
