@@ -127,3 +127,24 @@ def test_decode_batch_codes_file_writes_one_file_per_item(tmp_path, s2_codec, s2
     assert r.exit_code == 0, r.output
     assert sf.info(tmp_path / "b_0.wav").frames == 30000
     assert sf.info(tmp_path / "b_1.wav").frames == 12345
+
+
+XC_MODEL = str(Path(__file__).parent / "data" / "xcodec2_tiny" / "hf")
+
+
+def test_xcodec2_commands(tmp_path, xc_golden):
+    sf.write(tmp_path / "a.wav", xc_golden["n49120_waveform"], 16000, subtype="FLOAT")
+    r = run("reconstruct", tmp_path / "a.wav", "-o", tmp_path / "r.wav", "-m", XC_MODEL)
+    assert r.exit_code == 0, r.output
+    assert "154 frames x 1 codebooks (0.80 kbit/s)" in r.stdout
+    assert sf.info(tmp_path / "r.wav").samplerate == 16000
+    assert sf.info(tmp_path / "r.wav").frames == 49120
+    assert run("encode", tmp_path / "a.wav", "-o", tmp_path / "a.npy", "--format", "npy",
+               "-m", XC_MODEL).exit_code == 0
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), xc_golden["n49120_codes"][0])
+    r = run("decode", tmp_path / "a.npy", "-o", tmp_path / "d.wav", "-m", XC_MODEL,
+            "--subtype", "FLOAT")
+    audio, _ = sf.read(tmp_path / "d.wav", dtype="float32")
+    assert np.abs(audio - xc_golden["n49120_audio"][0, 0]).max() <= 1e-4
+    facts = json.loads(run("info", "-m", XC_MODEL, "--json").stdout)["model"]
+    assert facts["codec"] == "xcodec2" and facts["frame_rate"] == 50.0

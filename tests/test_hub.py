@@ -59,6 +59,41 @@ def test_name_resolves_through_hub_cache(tmp_path):
     assert "Fish Audio Research License" in out.stderr
 
 
+def cache_repo(cache, repo_id: str, files: dict):
+    repo = cache / ("models--" + repo_id.replace("/", "--"))
+    snapshot = repo / "snapshots" / COMMIT
+    snapshot.mkdir(parents=True)
+    for name, source in files.items():
+        shutil.copy(source, snapshot / name)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    return snapshot
+
+
+def test_xcodec2_names_resolve_through_hub_cache(tmp_path):
+    xc = S2_TINY.parent / "xcodec2_tiny"
+    cache = tmp_path / "cache"
+    hf = cache_repo(cache, "HKUSTAudio/xcodec2-hf", {
+        "model.safetensors": xc / "hf" / "model.safetensors",
+        "config.json": xc / "hf" / "config.json"})
+    original = cache_repo(cache, "HKUSTAudio/xcodec2", {
+        "model.safetensors": xc / "original" / "model.safetensors",
+        "config.json": xc / "original" / "config.json"})
+    code = (
+        "import audiotok, numpy as np\n"
+        f"z = np.load(r'{xc / 'cases.npz'}')\n"
+        "for name in ('xcodec2-hf', 'xcodec2'):\n"
+        "    c = audiotok.load(name)\n"
+        "    ok = (c.encode(z['n8000_waveform']).tokens[0].numpy() == z['n8000_codes'][0]).all()\n"
+        "    print(c.source, bool(ok))\n"
+    )
+    out = _run(code, {"HF_HUB_CACHE": str(cache), "HF_HOME": str(tmp_path / "home")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(hf / "model.safetensors"), "True",
+                                  str(original / "model.safetensors"), "True"]
+    assert out.stderr.count("CC-BY-NC-4.0") == 1
+
+
 def test_offline_without_cache_says_what_to_do(tmp_path):
     code = "import audiotok\naudiotok.load('s2-pro')\n"
     out = _run(code, {"HF_HUB_CACHE": str(tmp_path / "empty"), "HF_HOME": str(tmp_path)})

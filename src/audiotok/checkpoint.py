@@ -43,30 +43,29 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
 
 def fold_weight_norm(sd: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Replace every weight-norm pair (g, v), in either spelling, by `weight` = g * v / ||v||,
-    the norm taken over all axes but 0 (as torch computes it, no epsilon)."""
-    out: dict[str, torch.Tensor] = {}
-    for key, value in sd.items():
+    the norm taken over all axes but 0 (as torch computes it, no epsilon). A stale plain
+    `weight` next to a pair is dropped."""
+    pairs: dict[str, tuple[str, str]] = {}
+    for key in sd:
         for g_suffix, v_suffix in _WN_SPELLINGS:
-            if key.endswith(v_suffix):
-                break
             if key.endswith(g_suffix):
                 base = key[: -len(g_suffix)]
-                v = sd.get(base + v_suffix)
-                if v is None:
+                if base + v_suffix not in sd:
                     raise CheckpointError(f"weight norm of {base}: {key} has no matching "
                                           f"{base + v_suffix}")
-                if value.dim() != v.dim() or value.shape[0] != v.shape[0]:
-                    raise CheckpointError(
-                        f"weight norm of {base}: g {tuple(value.shape)} does not fit "
-                        f"v {tuple(v.shape)}")
-                out[base + ".weight"] = torch._weight_norm(v.float(), value.float(), 0)
-                break
-        else:
-            out[key] = value
-    orphans = [k for k in sd for _, v_suffix in _WN_SPELLINGS
-               if k.endswith(v_suffix) and k[: -len(v_suffix)] + ".weight" not in out]
-    if orphans:
-        raise CheckpointError(f"weight norm: {orphans[0]} has no matching g tensor")
+                pairs[base] = (key, base + v_suffix)
+            elif key.endswith(v_suffix) and key[: -len(v_suffix)] + g_suffix not in sd:
+                raise CheckpointError(f"weight norm: {key} has no matching g tensor")
+    folded = set()
+    for base, (g_key, v_key) in pairs.items():
+        folded.update((g_key, v_key, base + ".weight"))
+    out = {k: v for k, v in sd.items() if k not in folded}
+    for base, (g_key, v_key) in pairs.items():
+        g, v = sd[g_key], sd[v_key]
+        if g.dim() != v.dim() or g.shape[0] != v.shape[0]:
+            raise CheckpointError(f"weight norm of {base}: g {list(g.shape)} does not fit "
+                                  f"v {list(v.shape)}")
+        out[base + ".weight"] = torch._weight_norm(v.float(), g.float(), 0)
     return out
 
 

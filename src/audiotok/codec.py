@@ -123,7 +123,7 @@ class Codec:
         """
         tokens, lengths, num_samples = self._check_codes(codes, clamp)
         with torch.inference_mode():
-            audio = self._decode_batch(tokens.to(self.device)).float()
+            audio = self._decode_batch(tokens.to(self.device), lengths).float()
         out_len = self.audio_lengths(lengths, num_samples)
         n_max = int(out_len.max())
         audio = audio[..., :n_max].clone()
@@ -138,7 +138,9 @@ class Codec:
         out = lengths.cpu() * self.samples_per_frame
         return out if num_samples is None else torch.minimum(num_samples.cpu(), out)
 
-    def _decode_batch(self, tokens: torch.Tensor) -> torch.Tensor:
+    def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Audio [B, 1, T * samples_per_frame] for in-range tokens [B, K, T] (zeros past each
+        item's length in frames)."""
         raise NotImplementedError
 
     def _check_codes(self, codes, clamp: bool):

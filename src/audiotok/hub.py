@@ -20,6 +20,9 @@ class Preset:
 
 PRESETS = {
     "s2-pro": Preset("s2-pro", "s2", "fishaudio/s2-pro", ("codec.pth",)),
+    "xcodec2": Preset("xcodec2", "xcodec2", "HKUSTAudio/xcodec2", ("model.safetensors",)),
+    "xcodec2-hf": Preset("xcodec2-hf", "xcodec2", "HKUSTAudio/xcodec2-hf",
+                         ("model.safetensors", "config.json")),
 }
 
 

@@ -7,35 +7,59 @@ import os
 from pathlib import Path
 
 import torch
+from safetensors import safe_open
 
 from ..codec import Codec
-from ..errors import CheckpointError
+from ..errors import CheckpointError, ConfigError
 from ..hub import resolve
 from .s2.codec import S2Codec
+from .xcodec2.codec import XCodec2Codec
+from .xcodec2.weights import layout_of
 
-FAMILIES: dict[str, type[Codec]] = {"s2": S2Codec}
+FAMILIES: dict[str, type[Codec]] = {"s2": S2Codec, "xcodec2": XCodec2Codec}
 
 
 def detect_family(path: Path) -> str:
-    """Which codec a checkpoint file or directory holds."""
-    config = path / "config.json" if path.is_dir() else path.with_name("config.json")
-    if path.is_dir() or path.suffix == ".safetensors":
-        if config.exists():
-            try:
-                d = json.loads(config.read_text())
-            except (OSError, ValueError) as e:
-                raise CheckpointError(f"{config}: unreadable JSON ({e})") from None
-            if isinstance(d, dict) and d.get("codec") in FAMILIES:
-                return d["codec"]
+    """Which codec a checkpoint file or directory holds: from our config.json, a transformers
+    config.json, or the tensor names of a safetensors file; torch and GGUF files are S2."""
+    weights = path / "model.safetensors" if path.is_dir() else path
+    config = weights.with_name("config.json")
+    if config.exists():
+        try:
+            d = json.loads(config.read_text())
+        except (OSError, ValueError) as e:
+            raise ConfigError(f"{config}: unreadable JSON ({e})") from None
+        if isinstance(d, dict) and d.get("codec") in FAMILIES:
+            return d["codec"]
+        if isinstance(d, dict) and d.get("model_type") == "xcodec2":
+            return "xcodec2"
+    if weights.suffix == ".safetensors" and weights.is_file():
+        try:
+            with safe_open(str(weights), "pt") as f:
+                keys = list(f.keys())
+        except Exception as e:
+            raise CheckpointError(f"{weights}: cannot read safetensors file ({e})") from None
+        if layout_of(keys):
+            return "xcodec2"
     return "s2"
 
 
 def load(name_or_path: str | os.PathLike, *, device=None, dtype: torch.dtype = torch.float32,
-         config=None) -> Codec:
-    """Load a codec by name (e.g. "s2-pro", fetched from the Hugging Face Hub) or from a local
-    checkpoint file or directory. `config` overrides the configuration found in the files."""
+         config=None, codec: str | None = None) -> Codec:
+    """Load a codec by name ("s2-pro", "xcodec2", "xcodec2-hf": fetched from the Hugging Face
+    Hub) or from a local checkpoint file or directory.
+
+    config: overrides the configuration found in the files. codec: "s2" or "xcodec2", to skip
+    detection (a checkpoint of the other codec is then an error).
+    """
     path, preset = resolve(name_or_path)
     family = preset.codec if preset else detect_family(path)
-    codec = FAMILIES[family].from_checkpoint(path, config, device=device, dtype=dtype)
-    codec.announce_licence()
-    return codec
+    if codec is not None:
+        if codec not in FAMILIES:
+            raise ValueError(f"unknown codec {codec!r}; expected one of {sorted(FAMILIES)}")
+        if codec != family:
+            raise CheckpointError(f"{path} holds {FAMILIES[family].title} weights, not "
+                                  f"{FAMILIES[codec].title} weights")
+    result = FAMILIES[family].from_checkpoint(path, config, device=device, dtype=dtype)
+    result.announce_licence()
+    return result

@@ -16,3 +16,17 @@ class Snake1d(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         alpha = self.alpha
         return x + (alpha + 1e-9).reciprocal() * torch.sin(alpha * x).pow(2)
+
+
+class SnakeBeta(nn.Module):
+    """SnakeBeta, log-scale parameters per channel: x + sin^2(e^alpha * x) / (e^beta + 1e-9)."""
+
+    def __init__(self, channels: int):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.zeros(channels))
+        self.beta = nn.Parameter(torch.zeros(channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        alpha = torch.exp(self.alpha[None, :, None])
+        beta = torch.exp(self.beta[None, :, None])
+        return x + (1.0 / (beta + 1e-9)) * torch.pow(torch.sin(x * alpha), 2)

@@ -48,5 +48,5 @@ class S2Codec(Codec):
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
         return self.model.encode(audio)
 
-    def _decode_batch(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.model.decode(tokens)
+    def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return self.model.decode(tokens)  # causal: padding after an item cannot reach it

@@ -1,0 +1,274 @@
+"""X-Codec2: semantic (Wav2Vec2-BERT) and acoustic (anti-aliased SnakeBeta convs) encoders fused
+into one FSQ token per 320 samples; a Vocos-style transformer decoder with an iSTFT head.
+
+Module names follow transformers' Xcodec2Model, so the state dict is the xcodec2-hf layout.
+Every method takes optional per-item lengths: with them, each item of a zero-padded batch is
+processed exactly as if alone (its own edge padding, attention and norms over its own frames).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ...nn.activations import SnakeBeta
+from ...nn.alias_free import AntiAliasedActivation
+from ...nn.fsq import FSQ
+from ...nn.istft import ISTFTHead
+from ...nn.masking import time_mask, zero_tail
+from ...nn.transformer import RMSNorm
+from .config import XCodec2Config
+from .features import semantic_features
+from .semantic import SemanticEncoder
+
+# -- acoustic encoder ---------------------------------------------------------------------------
+
+
+def aa_snake(channels: int) -> AntiAliasedActivation:
+    return AntiAliasedActivation(SnakeBeta(channels))
+
+
+class ResidualUnit(nn.Module):
+    def __init__(self, dim: int, dilation: int):
+        super().__init__()
+        self.snake1 = aa_snake(dim)
+        self.conv1 = nn.Conv1d(dim, dim, 7, dilation=dilation, padding=3 * dilation)
+        self.snake2 = aa_snake(dim)
+        self.conv2 = nn.Conv1d(dim, dim, 1)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        y = self.conv1(zero_tail(self.snake1(x, lengths), lengths))
+        return x + self.conv2(self.snake2(y, lengths))
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, dim: int, stride: int):
+        super().__init__()
+        self.res_unit1 = ResidualUnit(dim // 2, 1)
+        self.res_unit2 = ResidualUnit(dim // 2, 3)
+        self.res_unit3 = ResidualUnit(dim // 2, 9)
+        self.snake1 = aa_snake(dim // 2)
+        self.conv1 = nn.Conv1d(dim // 2, dim, 2 * stride, stride=stride,
+                               padding=math.ceil(stride / 2))
+        self.stride = stride
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        for unit in (self.res_unit1, self.res_unit2, self.res_unit3):
+            x = unit(x, lengths)
+        return self.conv1(zero_tail(self.snake1(x, lengths), lengths))
+
+
+class AcousticEncoder(nn.Module):
+    """Audio [B, 1, P] -> [B, hidden, P / hop]."""
+
+    def __init__(self, cfg: XCodec2Config):
+        super().__init__()
+        c = cfg.encoder_hidden_size
+        self.conv1 = nn.Conv1d(1, c, 7, padding=3)
+        self.block = nn.ModuleList(
+            EncoderBlock(c * 2 ** (i + 1), s) for i, s in enumerate(cfg.downsampling_ratios))
+        top = c * 2 ** len(cfg.downsampling_ratios)
+        self.snake1 = aa_snake(top)
+        self.conv2 = nn.Conv1d(top, cfg.hidden_size, 3, padding=1)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        x = self.conv1(zero_tail(x, lengths))
+        for block in self.block:
+            x = block(x, lengths)
+            lengths = None if lengths is None else lengths // block.stride
+        return self.conv2(zero_tail(self.snake1(x, lengths), lengths))
+
+
+class SemanticAdapter(nn.Module):
+    """Four k3 convs; the ReLU'd first output is the residual of the middle pair."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.conv1 = nn.Conv1d(dim, dim, 3, padding=1, bias=False)
+        self.conv2 = nn.Conv1d(dim, dim, 3, padding=1)
+        self.conv3 = nn.Conv1d(dim, dim, 3, padding=1)
+        self.conv4 = nn.Conv1d(dim, dim, 3, padding=1, bias=False)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        h = F.relu(self.conv1(zero_tail(x, lengths)))
+        y = self.conv3(zero_tail(F.relu(self.conv2(zero_tail(h, lengths))), lengths)) + h
+        return self.conv4(zero_tail(y, lengths))
+
+
+class Quantizer(nn.Module):
+    def __init__(self, cfg: XCodec2Config):
+        super().__init__()
+        self.project_in = nn.Linear(cfg.quantization_dim, len(cfg.quantization_levels))
+        self.project_out = nn.Linear(len(cfg.quantization_levels), cfg.quantization_dim)
+        self.fsq = FSQ(cfg.quantization_levels)
+
+    def encode(self, h: torch.Tensor) -> torch.Tensor:
+        """Indices [B, T] for fused features h [B, T, C]; bound applied twice, as trained."""
+        return self.fsq.indices(self.fsq.bound(self.project_in(h)))
+
+    def decode(self, indices: torch.Tensor) -> torch.Tensor:
+        return self.project_out(self.fsq.codes(indices).to(self.project_out.weight.dtype))
+
+
+# -- decoder ------------------------------------------------------------------------------------
+
+
+class ResNetBlock(nn.Module):
+    """x + conv2(SiLU(GN(conv1(SiLU(GN(x)))))), channels-last in and out."""
+
+    def __init__(self, dim: int, groups: int = 32):
+        super().__init__()
+        self.norm1 = nn.GroupNorm(groups, dim, eps=1e-6)
+        self.conv1 = nn.Conv1d(dim, dim, 3, padding=1)
+        self.norm2 = nn.GroupNorm(groups, dim, eps=1e-6)
+        self.conv2 = nn.Conv1d(dim, dim, 3, padding=1)
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        h = x.transpose(1, 2)
+        y = self.conv1(zero_tail(F.silu(group_norm(self.norm1, h, lengths)), lengths))
+        y = self.conv2(zero_tail(F.silu(group_norm(self.norm2, y, lengths)), lengths))
+        return (y + h).transpose(1, 2)
+
+
+def group_norm(norm: nn.GroupNorm, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+    """GroupNorm of x [B, C, T] whose statistics cover only each item's first lengths[b] steps."""
+    if lengths is None:
+        return norm(x)
+    b, c, t = x.shape
+    g = norm.num_groups
+    keep = time_mask(lengths.to(x.device), t)[:, None, None, :].to(x.dtype)  # [B, 1, 1, T]
+    xg = x.reshape(b, g, c // g, t)
+    count = keep.sum(-1, keepdim=True) * (c // g)
+    mean = (xg * keep).sum((-2, -1), keepdim=True) / count
+    var = (((xg - mean) * keep) ** 2).sum((-2, -1), keepdim=True) / count
+    y = ((xg - mean) * torch.rsqrt(var + norm.eps)).reshape(b, c, t)
+    return y * norm.weight[None, :, None] + norm.bias[None, :, None]
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Attention(nn.Module):
+    """Full (non-causal) attention. RoPE is applied with the *head index* as position, a quirk
+    of the original model kept for parity (it cancels in q.k)."""
+
+    def __init__(self, cfg: XCodec2Config):
+        super().__init__()
+        dim, self.heads, self.head_dim = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
+        inner = self.heads * self.head_dim
+        self.q_proj = nn.Linear(dim, inner, bias=False)
+        self.k_proj = nn.Linear(dim, inner, bias=False)
+        self.v_proj = nn.Linear(dim, inner, bias=False)
+        self.o_proj = nn.Linear(inner, dim, bias=False)
+
+    def forward(self, x, rope: tuple[torch.Tensor, torch.Tensor], key_mask) -> torch.Tensor:
+        b, t, _ = x.shape
+        shape = (b, t, self.heads, self.head_dim)
+        q, k, v = (proj(x).view(shape).transpose(1, 2)
+                   for proj in (self.q_proj, self.k_proj, self.v_proj))
+        cos, sin = rope
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        mask = None if key_mask is None else key_mask[:, None, None, :]
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.o_proj(y.transpose(1, 2).reshape(b, t, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.fc1 = nn.Linear(dim, hidden, bias=False)
+        self.fc2 = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc2(F.silu(self.fc1(x)))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: XCodec2Config):
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn = Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg.hidden_size, cfg.intermediate_size)
+
+    def forward(self, x, rope, key_mask):
+        x = x + self.self_attn(self.input_layernorm(x), rope, key_mask)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class Decoder(nn.Module):
+    """Latents [B, T, quantization_dim] -> audio [B, 1, hop * T]."""
+
+    def __init__(self, cfg: XCodec2Config):
+        super().__init__()
+        dim = cfg.hidden_size
+        self.cfg = cfg
+        self.fc = nn.Linear(cfg.quantization_dim, dim)
+        self.embed = nn.Conv1d(dim, dim, 7, padding=3)
+        self.prior_net = nn.ModuleList([ResNetBlock(dim), ResNetBlock(dim)])
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.post_net = nn.ModuleList([ResNetBlock(dim), ResNetBlock(dim)])
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.head = ISTFTHead(dim, cfg.n_fft, cfg.hop_length)
+
+    def rope(self, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos/sin [1, heads, 1, head_dim] for positions 0..heads-1 (rotate-half layout)."""
+        cfg = self.cfg
+        inv_freq = 1.0 / (cfg.rope_theta ** (
+            torch.arange(0, cfg.head_dim, 2, dtype=torch.float, device=device) / cfg.head_dim))
+        freqs = torch.arange(cfg.num_attention_heads, device=device).float()[:, None] * inv_freq
+        emb = torch.cat((freqs, freqs), dim=-1)
+        return emb.cos().to(dtype)[None, :, None, :], emb.sin().to(dtype)[None, :, None, :]
+
+    def forward(self, latents: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
+        x = self.fc(latents).transpose(1, 2)
+        x = self.embed(zero_tail(x, lengths)).transpose(1, 2)
+        for block in self.prior_net:
+            x = block(x, lengths)
+        rope = self.rope(x.device, x.dtype)
+        key_mask = None if lengths is None else time_mask(lengths.to(x.device), x.shape[1])
+        for layer in self.layers:
+            x = layer(x, rope, key_mask)
+        for block in self.post_net:
+            x = block(x, lengths)
+        return self.head(self.norm(x), lengths)
+
+
+# -- the codec ----------------------------------------------------------------------------------
+
+
+class XCodec2Model(nn.Module):
+    def __init__(self, cfg: XCodec2Config):
+        super().__init__()
+        self.config = cfg
+        self.semantic_encoder = SemanticEncoder(cfg.semantic)
+        self.semantic_adapter = SemanticAdapter(cfg.semantic.hidden_size)
+        self.acoustic_encoder = AcousticEncoder(cfg)
+        self.fc_encoder = nn.Linear(cfg.quantization_dim, cfg.quantization_dim)
+        self.quantizer = Quantizer(cfg)
+        self.acoustic_decoder = Decoder(cfg)
+
+    def encode(self, audio: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """Indices [B, T] for audio [B, 1, P] padded as the codec wants (P multiple of hop).
+        `lengths`: padded samples per item (multiples of hop) when items differ in length."""
+        cfg = self.config
+        hop = cfg.hop_length
+        full = torch.full((audio.shape[0],), audio.shape[-1], device=audio.device)
+        feats, mask = semantic_features(audio[:, 0], full if lengths is None else lengths, hop,
+                                        cfg.sampling_rate)
+        frames = None if lengths is None else lengths // hop
+        semantic = self.semantic_encoder(feats.to(audio.dtype), None if lengths is None else mask)
+        semantic = self.semantic_adapter(semantic.transpose(1, 2), frames)
+        acoustic = self.acoustic_encoder(audio, lengths)
+        fused = self.fc_encoder(torch.cat([semantic, acoustic], dim=1).transpose(1, 2))
+        return self.quantizer.encode(fused)
+
+    def decode(self, indices: torch.Tensor, frames: torch.Tensor | None = None) -> torch.Tensor:
+        """Audio [B, 1, hop * T] for indices [B, T]; `frames`: valid frames per item."""
+        return self.acoustic_decoder(self.quantizer.decode(indices), frames)

@@ -1,0 +1,46 @@
+"""Vocos-style iSTFT head: per-frame log-magnitude and phase -> waveform with "same" padding."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .masking import time_mask
+
+
+class ISTFTHead(nn.Module):
+    """Linear to (n_fft/2 + 1) log-magnitudes and phases, inverse FFT, periodic Hann window,
+    overlap-add, (n_fft - hop) / 2 samples trimmed at each end, divided by the window envelope.
+    Output: hop * T samples. Spectral maths always runs in float32."""
+
+    def __init__(self, dim: int, n_fft: int, hop: int):
+        super().__init__()
+        self.n_fft, self.hop = n_fft, hop
+        self.trim = (n_fft - hop) // 2
+        self.linear = nn.Linear(dim, n_fft + 2)
+        self.register_buffer("window", torch.hann_window(n_fft, device="cpu"), persistent=False)
+
+    def _overlap_add(self, frames: torch.Tensor) -> torch.Tensor:
+        """frames [B, n_fft, T] -> [B, hop * T] after trimming."""
+        size = (frames.shape[-1] - 1) * self.hop + self.n_fft
+        out = F.fold(frames, output_size=(1, size), kernel_size=(1, self.n_fft),
+                     stride=(1, self.hop))
+        return out[:, 0, 0, self.trim : size - self.trim]
+
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """x [B, T, dim] -> audio [B, 1, hop * T]; with `lengths` (frames per item) each item is
+        synthesised from its own frames only, as if alone."""
+        log_mag, phase = self.linear(x).chunk(2, dim=-1)
+        magnitude = torch.exp(log_mag.float()).clamp(max=1e2)
+        spectrum = torch.polar(magnitude, phase.float())
+        frames = torch.fft.irfft(spectrum, self.n_fft, dim=-1, norm="backward").transpose(1, 2)
+        frames = frames * self.window[None, :, None]
+        b, _, t = frames.shape
+        weights = self.window.square()[None, :, None].expand(1, -1, t)
+        if lengths is not None:
+            keep = time_mask(lengths.to(x.device), t)[:, None, :].float()
+            frames = frames * keep
+            weights = weights * keep
+        envelope = self._overlap_add(weights).clamp(min=1e-11)
+        return (self._overlap_add(frames) / envelope)[:, None, :]
