@@ -93,3 +93,17 @@ def test_missing_config_for_transformers_layout(tmp_path):
         (XCODEC2_TINY / "hf" / "model.safetensors").read_bytes())
     with pytest.raises(CheckpointError, match="need the config.json"):
         audiotok.load(tmp_path / "model.safetensors")
+
+
+def test_misshapen_tensor_is_named(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    sd = load_file(XCODEC2_TINY / "hf" / "model.safetensors")
+    sd["fc_encoder.bias"] = torch.zeros(95)
+    del sd["acoustic_decoder.norm.bias"]
+    save_file(sd, tmp_path / "model.safetensors")
+    (tmp_path / "config.json").write_bytes((XCODEC2_TINY / "hf" / "config.json").read_bytes())
+    with pytest.raises(CheckpointError) as e:
+        audiotok.load(tmp_path)
+    assert "missing tensor acoustic_decoder.norm.bias (expected shape [64])" in str(e.value)
+    assert "fc_encoder.bias has shape [95], expected [96]" in str(e.value)
