@@ -15,7 +15,7 @@ from torch import nn
 from ._version import __version__
 from .audio import AudioItem, to_items
 from .codes import Codes
-from .errors import CodesError
+from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
 
 _ANNOUNCED: set[str] = set()
@@ -28,6 +28,7 @@ class Codec:
     name: str = ""
     title: str = ""
     licence: str = ""
+    causal: bool = False  # True: exact streaming (stream_encoder / stream_decoder)
 
     def __init__(self, model: nn.Module, config, *, source: str = "", device=None,
                  dtype: torch.dtype = torch.float32):
@@ -178,6 +179,29 @@ class Codec:
                     f"outside 0..{self.codebook_sizes[cb] - 1} (pass clamp=True to clamp)")
             tokens = torch.minimum(tokens.clamp(min=0), high)
         return tokens, lengths.cpu().long(), None if num_samples is None else num_samples.cpu()
+
+    # -- streaming ---------------------------------------------------------------------------
+    def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False):
+        """Incremental decoder: `with codec.stream_decoder(B) as dec: pcm = dec.push(tokens)`.
+        Exact for causal codecs (output equals offline decode); see audiotok.stream."""
+        from .stream import StreamDecoder
+
+        self._require_causal()
+        return StreamDecoder(self, batch_size, clamp)
+
+    def stream_encoder(self, batch_size: int = 1):
+        """Incremental encoder: `with codec.stream_encoder(B) as enc: tokens = enc.push(audio)`;
+        audio [B, n] at the codec's rate; `enc.flush()` encodes the last partial frame."""
+        from .stream import StreamEncoder
+
+        self._require_causal()
+        return StreamEncoder(self, batch_size)
+
+    def _require_causal(self) -> None:
+        if not self.causal:
+            raise AudiotokError(f"{self.title} is not causal (it attends to the whole signal), so "
+                                "it cannot stream exactly; use encode()/decode(), which process "
+                                "long inputs in overlapping windows")
 
     # -- saving ------------------------------------------------------------------------------
     def save_pretrained(self, directory: str | os.PathLike) -> None:

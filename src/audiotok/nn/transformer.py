@@ -2,7 +2,8 @@
 
 The attention never materialises a T x T mask: queries are processed in blocks of `window`
 positions, each attending to at most the `window` keys ending at itself, so memory and time grow
-linearly with the sequence length.
+linearly with the sequence length. Streaming (see streaming.py) keeps, per layer, the keys and
+values of the last window - 1 positions, and the absolute position, which RoPE continues.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from .streaming import StreamingModule
 
 
 @dataclass(frozen=True)
@@ -132,17 +135,30 @@ class Attention(nn.Module):
         self.wqkv = nn.Linear(cfg.dim, q_size + 2 * kv_size, bias=False)
         self.wo = nn.Linear(q_size, cfg.dim, bias=False)
 
-    def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor,
+                cache: dict | None = None) -> torch.Tensor:
+        """cache: this layer's streaming state (keys/values of the previous window - 1
+        positions, updated in place), or None offline."""
         cfg = self.cfg
         b, t, _ = x.shape
         q, k, v = self.wqkv(x).split(self.split, dim=-1)
         q = apply_rope(q.view(b, t, cfg.n_head, cfg.head_dim), rope).transpose(1, 2)
         k = apply_rope(k.view(b, t, cfg.kv_heads, cfg.head_dim), rope).transpose(1, 2)
         v = v.view(b, t, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
+        k_pos = pos
+        if cache is not None:
+            if "k" in cache:
+                k = torch.cat([cache["k"], k], dim=2)
+                v = torch.cat([cache["v"], v], dim=2)
+                k_pos = torch.arange(int(pos[-1]) + 1 - k.shape[2], int(pos[-1]) + 1,
+                                     device=pos.device)
+            keep = min(cfg.window - 1, k.shape[2])
+            cache["k"], cache["v"] = (k[:, :, k.shape[2] - keep :].clone(),
+                                      v[:, :, v.shape[2] - keep :].clone())
         if cfg.kv_heads != cfg.n_head:
             k = k.repeat_interleave(cfg.n_head // cfg.kv_heads, dim=1)
             v = v.repeat_interleave(cfg.n_head // cfg.kv_heads, dim=1)
-        y = windowed_attention(q, k, v, pos, pos, cfg.window)
+        y = windowed_attention(q, k, v, pos, k_pos, cfg.window)
         return self.wo(y.transpose(1, 2).reshape(b, t, cfg.n_head * cfg.head_dim))
 
 
@@ -156,15 +172,17 @@ class TransformerBlock(nn.Module):
         self.attention_layer_scale = LayerScale(cfg.dim)
         self.ffn_layer_scale = LayerScale(cfg.dim)
 
-    def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-        h = x + self.attention_layer_scale(self.attention(self.attention_norm(x), rope, pos))
+    def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor,
+                cache: dict | None = None) -> torch.Tensor:
+        h = x + self.attention_layer_scale(
+            self.attention(self.attention_norm(x), rope, pos, cache))
         return h + self.ffn_layer_scale(self.feed_forward(self.ffn_norm(h)))
 
 
-class WindowedTransformer(nn.Module):
+class WindowedTransformer(StreamingModule):
     """Stack of causal window-limited blocks and a final RMSNorm; channels-first [B, C, T] in/out.
 
-    Positions are 0..T-1 on each call, as in the reference.
+    Offline, positions are 0..T-1 on each call, as in the reference; streaming, they continue.
     """
 
     def __init__(self, cfg: TransformerConfig):
@@ -175,8 +193,13 @@ class WindowedTransformer(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.transpose(1, 2)
-        pos = torch.arange(x.shape[1], device=x.device)
+        start = 0 if self.stream is None else self.stream.get("position", 0)
+        pos = torch.arange(start, start + x.shape[1], device=x.device)
         rope = rope_table(pos, self.cfg.head_dim, self.cfg.rope_base)
-        for layer in self.layers:
-            x = layer(x, rope, pos)
+        caches = [None] * len(self.layers)
+        if self.stream is not None:
+            caches = self.stream.setdefault("layers", [{} for _ in self.layers])
+            self.stream["position"] = start + x.shape[1]
+        for layer, cache in zip(self.layers, caches, strict=True):
+            x = layer(x, rope, pos, cache)
         return self.norm(x).transpose(1, 2)

@@ -9,6 +9,7 @@ import torch
 
 from ...checkpoint import load_into
 from ...codec import Codec
+from ...nn.streaming import stream_copy, streaming
 from .config import S2Config
 from .model import S2Model
 from .weights import CODEC_NAME, checkpoint_file, load_checkpoint
@@ -23,6 +24,11 @@ class S2Codec(Codec):
     name = CODEC_NAME
     title = "Fish Audio S2 codec"
     licence = LICENCE
+    causal = True
+    # Long inputs run through the streaming path in pieces of this many frames (exact, since the
+    # codec is causal): bounded memory, and faster than one huge pass. None: one pass.
+    encode_chunk_frames: int | None = 32
+    decode_chunk_frames: int | None = 32
 
     def __init__(self, model: S2Model, **kw):
         super().__init__(model, model.config, **kw)
@@ -46,7 +52,25 @@ class S2Codec(Codec):
         return math.ceil(num_samples / self.samples_per_frame)
 
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
-        return self.model.encode(audio)
+        chunk = self.encode_chunk_frames
+        if chunk is None or audio.shape[-1] <= chunk * self.samples_per_frame:
+            return self.model.encode(audio)
+        model = stream_copy(self.model)
+        with streaming(model):
+            return torch.cat([model.encode(piece)
+                              for piece in audio.split(chunk * self.samples_per_frame, -1)], -1)
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        return self.model.decode(tokens)  # causal: padding after an item cannot reach it
+        # causal: the padding after an item cannot reach it
+        chunk = self.decode_chunk_frames
+        if chunk is None or tokens.shape[-1] <= chunk:
+            return self.model.decode(tokens)
+        spf = self.samples_per_frame
+        out = torch.empty(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device,
+                          dtype=self.dtype)
+        model = stream_copy(self.model)
+        with streaming(model):
+            for i, piece in enumerate(tokens.split(chunk, -1)):
+                out[..., i * chunk * spf : (i * chunk + piece.shape[-1]) * spf] = \
+                    model.decode(piece)
+        return out

@@ -1,0 +1,128 @@
+"""Exact streaming for causal codecs: push tokens, get audio; push audio, get tokens.
+
+    with codec.stream_decoder(batch_size=1) as dec:
+        for chunk in token_source:        # integer [B, K, t], any t >= 1
+            pcm = dec.push(chunk)         # float32 [B, 1, samples_per_frame * t]
+        pcm = dec.flush()                 # what remains (nothing for S2)
+
+Each stream works on its own copy of the model's modules (parameters shared), so streams and
+offline calls do not disturb one another. The output equals the offline result of the whole
+sequence (up to float rounding); work per frame is constant and memory bounded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .errors import AudioError, CodesError
+from .nn.streaming import stream_copy, streaming
+
+
+class _Stream:
+    def __init__(self, codec, batch_size: int):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.codec = codec
+        self.batch_size = batch_size
+        self.model = stream_copy(codec.model)
+        self._context = None
+
+    def __enter__(self):
+        self._context = streaming(self.model)
+        self._context.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._context.__exit__(*exc)
+        self._context = None
+
+    def _check_open(self):
+        if self._context is None:
+            raise RuntimeError("use the stream inside a `with` block")
+
+
+class StreamDecoder(_Stream):
+    """Tokens in, audio out, one push at a time (see the module docstring)."""
+
+    def __init__(self, codec, batch_size: int = 1, clamp: bool = False):
+        super().__init__(codec, batch_size)
+        self.clamp = clamp
+        self.frames = 0
+
+    def push(self, tokens) -> torch.Tensor:
+        """Audio float32 [B, 1, samples_per_frame * t] for tokens [B, K, t]."""
+        self._check_open()
+        tokens = _token_chunk(tokens, self.batch_size, self.codec)
+        if tokens.shape[-1] == 0:
+            return torch.zeros(self.batch_size, 1, 0)
+        tokens, _, _ = self.codec._check_codes(tokens, self.clamp)
+        with torch.inference_mode():
+            audio = self.model.decode(tokens.to(self.codec.device)).float()
+        self.frames += tokens.shape[-1]
+        return audio
+
+    def flush(self) -> torch.Tensor:
+        """Audio still held back: none, since every frame's audio is returned when pushed."""
+        self._check_open()
+        return torch.zeros(self.batch_size, 1, 0)
+
+
+class StreamEncoder(_Stream):
+    """Audio in (at the codec's rate), tokens out as soon as each frame's samples are complete."""
+
+    def __init__(self, codec, batch_size: int = 1):
+        super().__init__(codec, batch_size)
+        self.pending = torch.zeros(batch_size, 0)
+        self.samples = 0
+
+    def push(self, audio) -> torch.Tensor:
+        """Tokens [B, K, t] (t >= 0) for audio [B, n] at the codec's sample rate."""
+        self._check_open()
+        chunk = _audio_chunk(audio, self.batch_size)
+        self.samples += chunk.shape[-1]
+        self.pending = torch.cat([self.pending, chunk], dim=-1)
+        spf = self.codec.samples_per_frame
+        whole = self.pending.shape[-1] // spf * spf
+        ready, self.pending = self.pending[:, :whole], self.pending[:, whole:]
+        return self._encode(ready)
+
+    def flush(self) -> torch.Tensor:
+        """Tokens of the last partial frame, zero-padded as offline encode pads it."""
+        self._check_open()
+        spf = self.codec.samples_per_frame
+        rest = self.pending
+        self.pending = torch.zeros(self.batch_size, 0)
+        if rest.shape[-1] == 0:
+            return self._encode(rest)
+        return self._encode(torch.nn.functional.pad(rest, (0, spf - rest.shape[-1])))
+
+    def _encode(self, audio: torch.Tensor) -> torch.Tensor:
+        if audio.shape[-1] == 0:
+            return torch.zeros(self.batch_size, self.codec.num_codebooks, 0, dtype=torch.long)
+        codec = self.codec
+        with torch.inference_mode():
+            x = audio[:, None].to(codec.device, codec.dtype)
+            return self.model.encode(x).cpu()
+
+
+def _token_chunk(tokens, batch_size: int, codec) -> torch.Tensor:
+    t = tokens if isinstance(tokens, torch.Tensor) else torch.from_numpy(np.asarray(tokens))
+    if t.ndim != 3 or t.shape[0] != batch_size or t.shape[1] != codec.num_codebooks:
+        raise CodesError(f"pushed tokens must be [{batch_size}, {codec.num_codebooks}, t], got "
+                         f"shape {tuple(t.shape)}")
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise CodesError(f"tokens must be integers, got dtype {t.dtype}")
+    return t
+
+
+def _audio_chunk(audio, batch_size: int) -> torch.Tensor:
+    x = audio if isinstance(audio, torch.Tensor) else torch.from_numpy(np.asarray(audio))
+    if x.ndim != 2 or x.shape[0] != batch_size:
+        raise AudioError(f"pushed audio must be [{batch_size}, n], got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise AudioError(f"pushed audio must be float, got dtype {x.dtype}")
+    x = x.detach().float().cpu()
+    if not torch.isfinite(x).all():
+        raise AudioError("pushed audio contains NaN or Inf")
+    return x
