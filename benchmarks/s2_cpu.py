@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
+from common import median_time, parser, peak_rss_mb, speech
 
 
 def make_weights(path: Path) -> None:
@@ -35,36 +31,9 @@ def make_weights(path: Path) -> None:
     torch.save(sd, path)
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def speech(seconds: float, rate: int) -> np.ndarray:
-    from audiotok.audio import read_audio, resample
-
-    x, r = read_audio(ROOT / "examples" / "speech.wav")
-    x = resample(x[0], r, rate)
-    reps = int(np.ceil(seconds * rate / x.size))
-    return np.tile(x, reps)[: int(seconds * rate)]
-
-
-def timed(fn, repeats: int) -> tuple[float, object]:
-    times, out = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
-
-
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--workdir", type=Path, default=Path("/tmp/audiotok-bench"))
+    p = parser(__doc__)
     p.add_argument("--make-weights", type=Path, help=argparse.SUPPRESS)
-    p.add_argument("--json", type=Path, help="also write the results here")
     args = p.parse_args()
     if args.make_weights:
         make_weights(args.make_weights)
@@ -81,10 +50,9 @@ def main() -> None:
     load_s = time.perf_counter() - t
     rss_load = peak_rss_mb()
     x = speech(args.seconds, codec.sample_rate)
-    codec.encode(x[: codec.samples_per_frame * 4])  # warm-up
-    enc_s, codes = timed(lambda: codec.encode(x), args.repeats)
+    enc_s, codes = median_time(lambda: codec.encode(x), args.repeats)
     rss_enc = peak_rss_mb()
-    dec_s, _ = timed(lambda: codec.decode(codes), args.repeats)
+    dec_s, _ = median_time(lambda: codec.decode(codes), args.repeats)
     rss_dec = peak_rss_mb()
     result = {
         "config": "s2-pro (random weights)", "audio_seconds": args.seconds,

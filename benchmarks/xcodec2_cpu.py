@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -22,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
-ROOT = Path(__file__).resolve().parents[1]
+from common import median_time, parser, speech
+from common import peak_rss_mb as rss_mb
 
 
 def make_weights(d: Path) -> None:
@@ -31,28 +29,6 @@ def make_weights(d: Path) -> None:
 
     torch.manual_seed(0)
     Xcodec2Model(Xcodec2Config()).eval().save_pretrained(d)
-
-
-def speech(seconds: float) -> np.ndarray:
-    from audiotok.audio import read_audio, resample
-
-    x, r = read_audio(ROOT / "examples" / "speech.wav")
-    x = resample(x[0], r, 16000)
-    return np.tile(x, int(np.ceil(seconds * 16000 / x.size)))[: int(seconds * 16000)]
-
-
-def rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def median_time(fn, repeats: int):
-    fn()  # warm-up
-    times, out = [], None
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times), out
 
 
 def run_ours(d: Path, x: np.ndarray, repeats: int) -> dict:
@@ -91,7 +67,7 @@ def run_transformers(d: Path, x: np.ndarray, repeats: int) -> dict:
 
 def child(impl: str, d: Path, seconds: float, threads: int, repeats: int, out: Path) -> None:
     torch.set_num_threads(threads)
-    x = speech(seconds)
+    x = speech(seconds, 16000)
     result = (run_ours if impl == "audiotok" else run_transformers)(d, x, repeats)
     result["peak_rss_mb"] = rss_mb()
     np.save(out.with_suffix(".npy"), result.pop("audio"))
@@ -99,12 +75,7 @@ def child(impl: str, d: Path, seconds: float, threads: int, repeats: int, out: P
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--seconds", type=float, default=10.0)
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--workdir", type=Path, default=Path("/tmp/audiotok-bench"))
-    p.add_argument("--json", type=Path, help="also write the results here")
+    p = parser(__doc__)
     p.add_argument("--child", nargs=2, metavar=("IMPL", "OUT"), help=argparse.SUPPRESS)
     p.add_argument("--make-weights", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()

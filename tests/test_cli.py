@@ -148,3 +148,40 @@ def test_xcodec2_commands(tmp_path, xc_golden):
     assert np.abs(audio - xc_golden["n49120_audio"][0, 0]).max() <= 1e-4
     facts = json.loads(run("info", "-m", XC_MODEL, "--json").stdout)["model"]
     assert facts["codec"] == "xcodec2" and facts["frame_rate"] == 50.0
+
+
+def test_decode_stream_from_stdin_to_stdout(s2_codec, s2_golden):
+    codes = s2_golden["codes_30000"]
+    text = "# one frame per line\n" + "\n".join(" ".join(map(str, f)) for f in codes.T) + "\n"
+    r = CliRunner().invoke(main, ["decode", "--stream", "-", "-o", "-", "-m", MODEL],
+                           input=text, catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    pcm = np.frombuffer(r.stdout_bytes, dtype="<f4")
+    assert pcm.size == 15 * 2048
+    assert np.abs(pcm - s2_golden["decoded_30000"]).max() <= 1e-4
+    r = CliRunner().invoke(main, ["decode", "--stream", "-", "-o", "-", "-m", MODEL,
+                                  "--subtype", "PCM_16", "--push-frames", "4"], input=text)
+    assert np.frombuffer(r.stdout_bytes, dtype="<i2").size == 15 * 2048
+
+
+def test_decode_stream_codes_file(tmp_path, s2_golden):
+    sf.write(tmp_path / "a.wav", s2_golden["audio_30000"], 44100, subtype="FLOAT")
+    run("encode", tmp_path / "a.wav", "-o", tmp_path / "a.codes", "-m", MODEL)
+    r = run("decode", "--stream", tmp_path / "a.codes", "-o", tmp_path / "s.wav", "-m", MODEL,
+            "--subtype", "FLOAT", "--push-frames", "3")
+    assert r.exit_code == 0, r.output
+    run("decode", tmp_path / "a.codes", "-o", tmp_path / "o.wav", "-m", MODEL, "--subtype", "FLOAT")
+    streamed, _ = sf.read(tmp_path / "s.wav", dtype="float32")
+    offline, _ = sf.read(tmp_path / "o.wav", dtype="float32")
+    assert streamed.size == offline.size == 30000
+    assert np.abs(streamed - offline).max() <= 1e-5
+
+
+def test_decode_stream_errors(tmp_path):
+    r = CliRunner().invoke(main, ["decode", "--stream", "-", "-o", str(tmp_path / "x.wav"), "-m",
+                                  MODEL], input="1 2 3\n")
+    assert r.exit_code == 1 and "stdin line 1: expected 10 integers" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+    r = CliRunner().invoke(main, ["decode", "--stream", "-", "-o", "-", "-m", XC_MODEL],
+                           input="5\n")
+    assert r.exit_code == 1 and "not causal" in r.stderr

@@ -6,7 +6,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from audiotok.errors import AudiotokError, AudioError, CodesError
+from audiotok.errors import AudioError, AudiotokError, CodesError
 
 TOL = 1e-5
 
@@ -31,7 +31,10 @@ def tokens3(s2_golden):
     return torch.from_numpy(t)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@settings(max_examples=12, **SETTINGS)
 @given(sizes=st.lists(st.integers(1, 12), min_size=1, max_size=6), batch=st.sampled_from([1, 3]))
 def test_decoder_any_partition_equals_offline(s2_codec, tokens3, sizes, batch):
     tokens = tokens3[:batch]
@@ -54,7 +57,7 @@ def test_decoder_matches_golden_frame_by_frame(s2_codec, s2_golden):
     assert np.abs(pcm[0, 0].numpy() - s2_golden["decoded_352805"]).max() <= 1e-4
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, **SETTINGS)
 @given(sizes=st.lists(st.integers(300, 9000), min_size=1, max_size=5))
 def test_encoder_any_partition_equals_offline(s2_codec, s2_golden, sizes):
     audio = torch.from_numpy(s2_golden["audio_132377"])[None]
@@ -172,3 +175,30 @@ def test_chunked_offline_paths_equal_whole(s2_codec, s2_golden, chunk):
         np.testing.assert_array_equal(tokens[0].numpy(), s2_golden["codes_352805"])
     finally:
         s2_codec.decode_chunk_frames, s2_codec.encode_chunk_frames = saved
+
+
+def test_encode_file_in_blocks_equals_encode(tmp_path, s2_codec, s2_golden):
+    import soundfile as sf
+
+    from audiotok.stream import encode_file
+
+    rng = np.random.default_rng(3)
+    stereo = np.stack([s2_golden["audio_352805"], rng.standard_normal(352805) * 0.05]).T
+    sf.write(tmp_path / "a.flac", stereo.astype(np.float32), 22050, subtype="PCM_24")
+    blocks = encode_file(s2_codec, tmp_path / "a.flac", block_seconds=0.3)
+    whole = s2_codec.encode(tmp_path / "a.flac")
+    assert torch.equal(blocks.tokens, whole.tokens)
+    assert blocks.num_samples.tolist() == whole.num_samples.tolist()
+    assert blocks.meta["source_sample_rate"] == [22050]
+
+
+def test_decode_to_file_equals_decode(tmp_path, s2_codec, s2_golden):
+    import soundfile as sf
+
+    from audiotok.stream import decode_to_file
+
+    codes = s2_codec.encode(s2_golden["audio_132377"])
+    n = decode_to_file(s2_codec, codes, tmp_path / "a.wav", "FLOAT", push_frames=5)
+    audio, rate = sf.read(tmp_path / "a.wav", dtype="float32")
+    assert n == audio.size == 132377 and rate == 44100
+    assert np.abs(audio - s2_codec.decode(codes)[0, 0].numpy()).max() <= TOL

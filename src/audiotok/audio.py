@@ -48,13 +48,18 @@ def read_audio(source: str | os.PathLike | bytes, name: str | None = None
             log = f.extra_info
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as e:
         raise AudioError(f"{name}: cannot read audio ({_first_line(e)})") from None
+    check_complete(log, name)
+    return np.ascontiguousarray(data.T), rate
+
+
+def check_complete(log: str, name: str) -> None:
+    """Raise if libsndfile's log of an opened file (SoundFile.extra_info) says it is cut short."""
     truncated = _TRUNCATED.search(log)
     if truncated:
         declared, actual = int(truncated[1]), int(truncated[2])
         if actual < declared and declared not in _STREAMING_SIZES:
             raise AudioError(f"{name}: truncated audio file (header declares {declared} bytes of "
                              f"audio, the file holds {actual})")
-    return np.ascontiguousarray(data.T), rate
 
 
 # libsndfile logs "data : <declared> (should be <actual>)" when a WAV/AIFF data chunk is short.

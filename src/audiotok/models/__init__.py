@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 
+from ..checkpoint import read_json
 from ..codec import Codec
-from ..errors import CheckpointError, ConfigError
+from ..errors import CheckpointError
 from ..hub import resolve
 from .s2.codec import S2Codec
 from .xcodec2.codec import XCodec2Codec
@@ -23,16 +23,11 @@ def detect_family(path: Path) -> str:
     """Which codec a checkpoint file or directory holds: from our config.json, a transformers
     config.json, or the tensor names of a safetensors file; torch and GGUF files are S2."""
     weights = path / "model.safetensors" if path.is_dir() else path
-    config = weights.with_name("config.json")
-    if config.exists():
-        try:
-            d = json.loads(config.read_text())
-        except (OSError, ValueError) as e:
-            raise ConfigError(f"{config}: unreadable JSON ({e})") from None
-        if isinstance(d, dict) and d.get("codec") in FAMILIES:
-            return d["codec"]
-        if isinstance(d, dict) and d.get("model_type") == "xcodec2":
-            return "xcodec2"
+    d = read_json(weights.with_name("config.json")) or {}
+    if d.get("codec") in FAMILIES:
+        return d["codec"]
+    if d.get("model_type") == "xcodec2":
+        return "xcodec2"
     if weights.suffix == ".safetensors" and weights.is_file():
         try:
             with safe_open(str(weights), "pt") as f:

@@ -10,13 +10,12 @@ pairs, no RoPE/mask buffers), float32 or the file's float dtype. Supported:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ...checkpoint import fold_weight_norm, read_safetensors, read_torch
+from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch
 from ...errors import CheckpointError, ConfigError
 from .config import S2_PRO, RVQTransformerConfig, S2Config
 
@@ -59,13 +58,8 @@ def sibling_config(path: Path) -> S2Config | None:
     """The S2 codec config.json next to a checkpoint, if there is one (a config.json of another
     model, such as the S2 Pro language model's, is ignored)."""
     p = path.parent / "config.json"
-    if not p.exists():
-        return None
-    try:
-        d = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{p}: unreadable JSON ({e})") from None
-    if not isinstance(d, dict) or "encoder_rates" not in d:
+    d = read_json(p)
+    if d is None or "encoder_rates" not in d:
         return None
     if d.get("codec", CODEC_NAME) != CODEC_NAME:
         raise ConfigError(f"{p}: config of codec {d.get('codec')!r}, not of the S2 codec")

@@ -23,6 +23,12 @@ class XCodec2Codec(Codec):
     name = CODEC_NAME
     title = "X-Codec2"
     licence = LICENCE
+    # Items longer than window_frames are processed in windows of that many frames, each with
+    # context_frames more on both sides whose output is discarded (the model attends to the whole
+    # input, so this is an approximation; see the README for its measured effect). Memory then
+    # stays bounded. None: always whole.
+    window_frames: int | None = 1500
+    context_frames: int = 150
 
     def __init__(self, model: XCodec2Model, **kw):
         super().__init__(model, model.config, **kw)
@@ -46,16 +52,64 @@ class XCodec2Codec(Codec):
         """Frames = N // 320 + 1: the audio is always padded with 1..320 zeros, as trained."""
         return num_samples // self.samples_per_frame + 1
 
+    def _is_long(self, frames: int) -> bool:
+        return self.window_frames is not None and frames > self.window_frames
+
+    def _windows(self, frames: int):
+        """(start, stop) of each window with context, and the slice of its output to keep."""
+        w, c = self.window_frames, self.context_frames
+        for s in range(0, frames, w):
+            a, b = max(0, s - c), min(frames, s + w + c)
+            yield a, b, slice(s - a, s - a + min(w, frames - s))
+
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
+        frames = [self.num_frames(it.samples.numel()) for it in items]
+        out: list[torch.Tensor | None] = [None] * len(items)
+        short = [i for i, n in enumerate(frames) if not self._is_long(n)]
+        if short:
+            for i, tokens in zip(short, self._encode_batch([items[i] for i in short]),
+                                 strict=True):
+                out[i] = tokens
+        for i, n in enumerate(frames):
+            if self._is_long(n):
+                out[i] = self._encode_windowed(items[i], n)
+        return out
+
+    def _padded(self, items: list[AudioItem]) -> tuple[torch.Tensor, list[int]]:
+        """Zero-padded audio [B, 1, max P] and frames per item."""
         frames = [self.num_frames(it.samples.numel()) for it in items]
         hop = self.samples_per_frame
         audio = torch.zeros(len(items), 1, max(frames) * hop, device=self.device, dtype=self.dtype)
         for i, it in enumerate(items):
             audio[i, 0, : it.samples.numel()] = it.samples.to(self.device, self.dtype)
+        return audio, frames
+
+    def _encode_batch(self, items: list[AudioItem]) -> list[torch.Tensor]:
+        audio, frames = self._padded(items)
+        hop = self.samples_per_frame
         lengths = None if len(set(frames)) == 1 else torch.tensor(frames, device=self.device) * hop
         indices = self.model.encode(audio, lengths).cpu()
         return [indices[i : i + 1, :n] for i, n in enumerate(frames)]
 
+    def _encode_windowed(self, item: AudioItem, frames: int) -> torch.Tensor:
+        """Windows of one long item; the semantic features are those of the whole signal."""
+        audio, _ = self._padded([item])
+        features, _ = self.model.features(audio)
+        hop = self.samples_per_frame
+        pieces = [self.model.encode(audio[..., a * hop : b * hop], features=features[:, a:b])
+                  [:, keep].cpu() for a, b, keep in self._windows(frames)]
+        return torch.cat(pieces, -1)
+
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        frames = None if bool((lengths == tokens.shape[-1]).all()) else lengths
-        return self.model.decode(tokens[:, 0], frames)
+        if not self._is_long(tokens.shape[-1]):
+            frames = None if bool((lengths == tokens.shape[-1]).all()) else lengths
+            return self.model.decode(tokens[:, 0], frames)
+        hop = self.samples_per_frame
+        out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * hop, device=tokens.device)
+        for i, n in enumerate(lengths.tolist()):
+            for a, b, keep in self._windows(n):
+                audio = self.model.decode(tokens[i : i + 1, 0, a:b])
+                start = (a + keep.start) * hop
+                out[i, :, start : start + (keep.stop - keep.start) * hop] = \
+                    audio[0, :, keep.start * hop : keep.stop * hop]
+        return out

@@ -254,14 +254,25 @@ class XCodec2Model(nn.Module):
         self.quantizer = Quantizer(cfg)
         self.acoustic_decoder = Decoder(cfg)
 
-    def encode(self, audio: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
-        """Indices [B, T] for audio [B, 1, P] padded as the codec wants (P multiple of hop).
-        `lengths`: padded samples per item (multiples of hop) when items differ in length."""
+    def features(self, audio: torch.Tensor, lengths: torch.Tensor | None = None
+                 ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Semantic input features and their valid-frame mask (see `encode`)."""
         cfg = self.config
-        hop = cfg.hop_length
         full = torch.full((audio.shape[0],), audio.shape[-1], device=audio.device)
-        feats, mask = semantic_features(audio[:, 0], full if lengths is None else lengths, hop,
-                                        cfg.sampling_rate)
+        return semantic_features(audio[:, 0], full if lengths is None else lengths,
+                                 cfg.hop_length, cfg.sampling_rate)
+
+    def encode(self, audio: torch.Tensor, lengths: torch.Tensor | None = None,
+               features: torch.Tensor | None = None) -> torch.Tensor:
+        """Indices [B, T] for audio [B, 1, P] padded as the codec wants (P multiple of hop).
+        `lengths`: padded samples per item (multiples of hop) when items differ in length.
+        `features`: precomputed semantic features for this audio (a window of a longer
+        signal uses the slice of the whole signal's features)."""
+        hop = self.config.hop_length
+        if features is None:
+            feats, mask = self.features(audio, lengths)
+        else:
+            feats, mask = features, None
         frames = None if lengths is None else lengths // hop
         semantic = self.semantic_encoder(feats.to(audio.dtype), None if lengths is None else mask)
         semantic = self.semantic_adapter(semantic.transpose(1, 2), frames)

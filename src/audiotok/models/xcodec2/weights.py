@@ -12,14 +12,13 @@ Only the tensors the model uses are read from disk.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import torch
 from safetensors import safe_open
 
-from ...checkpoint import fold_weight_norm
+from ...checkpoint import fold_weight_norm, read_json
 from ...errors import CheckpointError, ConfigError
 from .config import XCODEC2, SemanticConfig, XCodec2Config
 
@@ -125,13 +124,8 @@ def _unused_layer(key: str, used: int) -> bool:
 
 def sibling_config(path: Path, layout: str) -> XCodec2Config | None:
     p = path.parent / "config.json"
-    if not p.exists():
-        return None
-    try:
-        d = json.loads(p.read_text())
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{p}: unreadable JSON ({e})") from None
-    if not isinstance(d, dict):
+    d = read_json(p)
+    if d is None:
         return None
     if d.get("codec", CODEC_NAME) != CODEC_NAME:
         raise ConfigError(f"{p}: config of codec {d.get('codec')!r}, not of X-Codec2")
@@ -205,16 +199,12 @@ def _count_indices(keys: list[str], pattern: re.Pattern) -> int:
 def _original_extra(path: Path) -> dict:
     """Decoder heads / semantic layer index from a config.json beside an original-layout file
     (our golden files describe them; the hub repository's config does not)."""
-    p = path.parent / "config.json"
-    try:
-        d = json.loads(p.read_text()) if p.exists() else {}
-    except (OSError, ValueError):
-        return {}
+    d = read_json(path.parent / "config.json") or {}
     out = {}
-    dec = d.get("codec_decoder") if isinstance(d, dict) else None
+    dec = d.get("codec_decoder")
     if isinstance(dec, dict) and "heads" in dec:
         out["decoder_heads"] = int(dec["heads"])
-    sem = d.get("semantic_model") if isinstance(d, dict) else None
+    sem = d.get("semantic_model")
     if isinstance(sem, dict) and "hidden_state_index_used" in sem:
         out["semantic_layers"] = int(sem["hidden_state_index_used"])
     return out

@@ -1,0 +1,52 @@
+"""Helpers shared by the benchmark scripts."""
+
+from __future__ import annotations
+
+import resource
+import statistics
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def speech(seconds: float, rate: int) -> np.ndarray:
+    """examples/speech.wav at `rate`, looped to `seconds`."""
+    from audiotok.audio import read_audio, resample
+
+    x, r = read_audio(ROOT / "examples" / "speech.wav")
+    x = resample(x[0], r, rate)
+    return np.tile(x, int(np.ceil(seconds * rate / x.size)))[: int(seconds * rate)]
+
+
+def median_time(fn, repeats: int, warmup: bool = True) -> tuple[float, object]:
+    """(median seconds of `repeats` calls, last result), after one untimed call."""
+    if warmup:
+        fn()
+    times, out = [], None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times), out
+
+
+def peak_rss_mb() -> float:
+    """This process's resident-set high-water mark."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def parser(doc: str):
+    """An argument parser with the options every benchmark takes."""
+    import argparse
+
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--seconds", type=float, default=10.0, help="audio per run")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=3, help="timed runs (median reported)")
+    p.add_argument("--workdir", type=Path, default=Path("/tmp/audiotok-bench"),
+                   help="where random weights are written once")
+    p.add_argument("--json", type=Path, help="also write the results here")
+    return p
