@@ -128,7 +128,7 @@ def encode(inputs, output, fmt, model, device, threads):
     codec = _load_codec(model, device, threads)
 
     def work(src: Path, dst: Path) -> str:
-        codes = encode_file(codec, src) if codec.causal else codec.encode(src)
+        codes = encode_file(codec, src)
         codes.save(dst)
         return f"{src} -> {dst}: {int(codes.lengths[0])} frames x {codec.num_codebooks} codebooks"
 
@@ -168,8 +168,8 @@ def decode(inputs, output, clamp, stream_mode, push_frames, model, device, threa
 
     def work(src: Path, dst: Path) -> str:
         codes = load_codes(src)
-        if codec.causal and len(codes) == 1:
-            decode_to_file(codec, codes, dst, subtype, clamp=clamp)  # bounded memory
+        if len(codes) == 1:
+            decode_to_file(codec, codes, dst, subtype, clamp=clamp)
             return f"{src} -> {dst}"
         audio = codec.decode(codes, clamp=clamp).cpu()
         written = []
@@ -263,10 +263,10 @@ def reconstruct(inputs, output, sample_rate, model, device, threads, subtype):
 
     def work(src: Path, dst: Path) -> str:
         t0 = time.perf_counter()
-        codes = encode_file(codec, src) if codec.causal else codec.encode(src)
+        codes = encode_file(codec, src)
         t1 = time.perf_counter()
-        if codec.causal and rate == codec.sample_rate:
-            decode_to_file(codec, codes, dst, subtype)  # bounded memory, any length
+        if rate == codec.sample_rate:
+            decode_to_file(codec, codes, dst, subtype)
         else:
             audio = codec.decode(codes)[0, 0].cpu().numpy()
             if rate != codec.sample_rate:

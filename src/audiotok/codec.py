@@ -147,9 +147,7 @@ class Codec:
     def _check_codes(self, codes, clamp: bool):
         num_samples = None
         if isinstance(codes, Codes):
-            if codes.codec is not None and codes.codec != self.name:
-                raise CodesError(f"these codes were made by the {codes.codec!r} codec; this is "
-                                 f"the {self.name!r} codec")
+            codes.require_codec(self.name)
             tokens, lengths, num_samples = codes.tokens, codes.lengths, codes.num_samples
         else:
             tokens = _as_token_tensor(codes)

@@ -69,6 +69,12 @@ class Codes:
             num_samples=None if self.num_samples is None else self.num_samples[i : i + 1],
         )
 
+    def require_codec(self, name: str) -> None:
+        """Raise unless these codes come from codec `name` (or from an unknown codec)."""
+        if self.codec is not None and self.codec != name:
+            raise CodesError(f"these codes were made by the {self.codec!r} codec; this is the "
+                             f"{name!r} codec")
+
     def save(self, path: str | os.PathLike) -> None:
         """Write atomically: `.npy` (one item, fish-speech layout) or the `.codes` archive."""
         save_codes(self, path)

@@ -133,8 +133,9 @@ def _audio_chunk(audio, batch_size: int) -> torch.Tensor:
 
 
 def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:
-    """Codes of an audio file read, downmixed, resampled and encoded block by block: memory
-    stays bounded for files of any length. Tokens equal `codec.encode(path)`."""
+    """Codes of an audio file. For a causal codec, long files are read, downmixed, resampled and
+    encoded block by block, so memory stays bounded; tokens equal `codec.encode(path)`, which
+    is what other codecs and short files get."""
     import soundfile as sf
     import soxr
 
@@ -145,7 +146,7 @@ def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:
         info = sf.info(name)
     except (sf.LibsndfileError, RuntimeError, TypeError) as e:
         raise AudioError(f"{name}: cannot read audio ({e})") from None
-    if info.frames < 10 * info.samplerate * block_seconds:  # short: read whole, same result
+    if not codec.causal or info.frames < 10 * info.samplerate * block_seconds:
         return codec.encode(path)
     check_complete(info.extra_info, name)
     resampler = None
@@ -158,7 +159,7 @@ def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:
         while True:
             data = f.read(block, dtype="float32", always_2d=True)
             consumed += data.shape[0]
-            last = consumed >= info.frames or data.shape[0] == 0
+            last = data.shape[0] < block  # a short read is the end (frame counts may be estimates)
             mono = data.mean(axis=1) if data.shape[1] > 1 else data[:, 0]
             if not np.isfinite(mono).all():
                 raise AudioError(f"{name}: audio contains NaN or Inf")
@@ -175,19 +176,25 @@ def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:
                  samples_per_frame=codec.samples_per_frame, num_samples=torch.tensor([produced]),
                  meta={"codec_version": __version__, "model": codec.title,
                        "source_sample_rate": [info.samplerate],
-                       "source_num_samples": [info.frames]})
+                       "source_num_samples": [consumed]})
 
 
 def decode_to_file(codec, codes: Codes, path, subtype: str | None = None,
                    push_frames: int = 32, clamp: bool = False) -> int:
-    """Decode item 0 of `codes` into an audio file, writing as it goes (atomically: a temporary
-    file renamed at the end). Returns the number of samples written."""
+    """Decode item 0 of `codes` into an audio file, atomically (a temporary file renamed at the
+    end). A causal codec writes as it goes, in bounded memory. Returns the samples written."""
     import soundfile as sf
 
+    from .audio import write_audio
     from .fileio import atomic_output
 
+    codes.require_codec(codec.name)
     n_total = int(codec.audio_lengths(codes.lengths[:1], None if codes.num_samples is None
                                       else codes.num_samples[:1])[0])
+    if not codec.causal:
+        audio = codec.decode(codes[0], clamp=clamp)[0, 0, :n_total]
+        write_audio(path, audio, codec.sample_rate, subtype)
+        return audio.numel()
     tokens = codes.tokens[:1, :, : int(codes.lengths[0])]
     kind = Path(path).suffix.lstrip(".").upper()
     kind = kind if kind in sf.available_formats() else "WAV"
