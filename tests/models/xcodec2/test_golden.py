@@ -150,3 +150,10 @@ def test_windowed_long_path(xc_codec, xc_golden):
         assert xc_codec.decode(short).shape == (1, 1, 49120)
     finally:
         xc_codec.window_frames, xc_codec.context_frames = saved
+
+
+def test_fbank_in_blocks_equals_one_block(xc_golden):
+    from audiotok.models.xcodec2.features import log_mel
+
+    audio = padded(xc_golden["n144000_waveform"])[None]
+    assert torch.equal(log_mel(audio, 16000, block=7), log_mel(audio, 16000, block=10**6))

@@ -50,19 +50,25 @@ def povey_window(dtype=torch.float64, device=None) -> torch.Tensor:
     return (hann**0.85).to(device=device, dtype=dtype)
 
 
-def log_mel(audio: torch.Tensor, sample_rate: int) -> torch.Tensor:
+def log_mel(audio: torch.Tensor, sample_rate: int, block: int = 4096) -> torch.Tensor:
     """Log-mel frames [B, F, 80] (float32) of audio [B, L] already padded as the codec wants
-    (F = 1 + (L - 400) // 160)."""
-    x = (audio.float() * 32768.0).double()
-    frames = x.unfold(-1, FRAME, SHIFT)  # [B, F, 400]
+    (F = 1 + (L - 400) // 160), computed `block` frames at a time to bound memory."""
+    frames = audio.unfold(-1, FRAME, SHIFT)  # [B, F, 400], a view
+    window = povey_window(device=audio.device)
+    filters = mel_filters(sample_rate, device=audio.device)
+    return torch.cat([_log_mel_frames(frames[:, i : i + block], window, filters)
+                      for i in range(0, frames.shape[1], block)], dim=1)
+
+
+def _log_mel_frames(frames: torch.Tensor, window: torch.Tensor, filters: torch.Tensor
+                    ) -> torch.Tensor:
+    frames = (frames.float() * 32768.0).double()
     frames = frames - frames.mean(-1, keepdim=True)
     emphasised = torch.cat([frames[..., :1] * (1 - PREEMPHASIS),
                             frames[..., 1:] - PREEMPHASIS * frames[..., :-1]], dim=-1)
-    windowed = emphasised * povey_window(device=x.device)
-    spectrum = torch.fft.rfft(windowed, n=FFT).to(torch.complex64)  # stored as complex64
+    spectrum = torch.fft.rfft(emphasised * window, n=FFT).to(torch.complex64)  # as the reference
     power = torch.view_as_real(spectrum).double().pow(2).sum(-1)
-    mel = power @ mel_filters(sample_rate, device=x.device)
-    return torch.log(torch.clamp(mel, min=LOG_FLOOR)).float()
+    return torch.log(torch.clamp(power @ filters, min=LOG_FLOOR)).float()
 
 
 def semantic_features(audio: torch.Tensor, lengths: torch.Tensor, hop: int, sample_rate: int
