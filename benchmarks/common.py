@@ -34,7 +34,14 @@ def median_time(fn, repeats: int, warmup: bool = True) -> tuple[float, object]:
 
 
 def peak_rss_mb() -> float:
-    """This process's resident-set high-water mark."""
+    """This process's resident-set high-water mark. On Linux from /proc (VmHWM): getrusage's
+    ru_maxrss survives exec, so a child would report its parent's peak."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -2,7 +2,7 @@
 schedule (spec section 8), on the full-size S2 Pro configuration with random weights.
 
     python benchmarks/s2_streaming.py --threads 2
-    python benchmarks/s2_streaming.py --rss-minutes 30      # peak RSS, long decode (slow)
+    python benchmarks/s2_streaming.py --rss-minutes 30 --rss-only   # peak RSS (slow)
 
 Reports, in one run: time per pushed frame (1- and 4-frame pushes), offline decode time per
 frame, s2.cpp's time per emitted frame at steady state (default and low-latency presets), and
@@ -77,6 +77,7 @@ def main() -> None:
     p.add_argument("--rss-minutes", type=float, default=0,
                    help="also measure peak RSS of decoding this many minutes of tokens, next to "
                         "a plain (one-pass) offline decode of 60 s; each in its own process")
+    p.add_argument("--rss-only", action="store_true", help="only the peak RSS measurement")
     p.add_argument("--rss-child", nargs=2, help=argparse.SUPPRESS)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -84,14 +85,31 @@ def main() -> None:
     if not weights.exists():
         subprocess.run([sys.executable, HERE / "s2_cpu.py", "--make-weights", str(weights)],
                        check=True)
+    if args.rss_child:
+        import audiotok
+
+        return rss_child(audiotok.load(weights), *args.rss_child)
+    res: dict = {"threads": args.threads, "torch": torch.__version__}
+    if args.rss_minutes:  # first, from a parent that has not loaded anything big
+        res["peak_rss_mb"] = {}
+        for mode, minutes in (("chunked", args.rss_minutes), ("one_pass", 1.0)):
+            out = subprocess.run([sys.executable, __file__, "--rss-child", mode, str(minutes),
+                                  "--threads", str(args.threads), "--workdir", str(args.workdir)],
+                                 check=True, capture_output=True, text=True).stdout
+            res["peak_rss_mb"][f"{mode}_{minutes:g}min"] = json.loads(out.splitlines()[-1])
+    if not args.rss_only:
+        stream_timings(args, res)
+    print(json.dumps(res, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=1) + "\n")
+
+
+def stream_timings(args, res: dict) -> None:
     import audiotok
 
-    codec = audiotok.load(weights)
-    if args.rss_child:
-        return rss_child(codec, *args.rss_child)
+    codec = audiotok.load(args.workdir / "s2-pro-random" / "codec.pth")
     gen = torch.Generator().manual_seed(0)
     tokens = torch.randint(0, 1024, (1, 10, 400), generator=gen)
-    res: dict = {"threads": args.threads, "torch": torch.__version__}
 
     def push_run(push: int) -> float:
         with codec.stream_decoder() as dec:
@@ -132,16 +150,6 @@ def main() -> None:
             res[k] = round(v, 4)
         elif isinstance(v, dict):
             res[k] = {a: round(b, 4) if isinstance(b, float) else b for a, b in v.items()}
-    if args.rss_minutes:
-        res["peak_rss_mb"] = {}
-        for mode, minutes in (("chunked", args.rss_minutes), ("one_pass", 1.0)):
-            out = subprocess.run([sys.executable, __file__, "--rss-child", mode, str(minutes),
-                                  "--threads", str(args.threads), "--workdir", str(args.workdir)],
-                                 check=True, capture_output=True, text=True).stdout
-            res["peak_rss_mb"][f"{mode}_{minutes:g}min"] = json.loads(out.splitlines()[-1])
-    print(json.dumps(res, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(res, indent=1) + "\n")
 
 
 def rss_child(codec, mode: str, minutes: str) -> None:
