@@ -185,3 +185,19 @@ def test_decode_stream_errors(tmp_path):
     r = CliRunner().invoke(main, ["decode", "--stream", "-", "-o", "-", "-m", XC_MODEL],
                            input="5\n")
     assert r.exit_code == 1 and "not causal" in r.stderr
+
+
+def test_bench(tmp_path):
+    r = run("bench", "-m", MODEL, "--seconds", "0.5", "--batch", "1,2", "--repeats", "1",
+            "--stream", "--json", tmp_path / "b.json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads((tmp_path / "b.json").read_text())
+    tasks = [(row["task"], row["batch"]) for row in rows]
+    assert tasks == [("encode", 1), ("decode", 1), ("stream/1", 1), ("stream/4", 1),
+                     ("encode", 2), ("decode", 2), ("stream/1", 2), ("stream/4", 2)]
+    for row in rows:
+        assert row["median_s"] > 0 and row["peak_mb"] > 0
+        assert abs(row["rtf"] * row["audio_s_per_s"] - row["batch"]) < 1e-3 * row["batch"]
+    assert "audio s/s" in r.stdout and r.stdout.count("\n") == 10
+    bad = run("bench", "-m", MODEL, "--dtype", "int8")
+    assert bad.exit_code != 0 and "unknown dtype" in bad.output
