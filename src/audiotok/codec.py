@@ -17,6 +17,7 @@ from .audio import AudioItem, to_items
 from .codes import Codes
 from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
+from .nn.precision import set_precision
 
 _ANNOUNCED: set[str] = set()
 
@@ -32,7 +33,8 @@ class Codec:
 
     def __init__(self, model: nn.Module, config, *, source: str = "", device=None,
                  dtype: torch.dtype = torch.float32):
-        self.model = model.to(device=device, dtype=dtype).eval()
+        self.model = set_precision(model.to(device=device), dtype, model.float32_islands())
+        self.model.eval()
         self.config = config
         self.source = source
         self.device = torch.device(device) if device is not None else torch.device("cpu")
@@ -105,9 +107,9 @@ class Codec:
         """Tokens [K, T_i] per item. Default: one zero-padded batch, valid for causal codecs."""
         frames = [self.num_frames(it.samples.numel()) for it in items]
         length = max(frames) * self.samples_per_frame
-        audio = torch.zeros(len(items), 1, length, device=self.device, dtype=self.dtype)
+        audio = torch.zeros(len(items), 1, length, device=self.device)  # float32: the model casts
         for i, it in enumerate(items):
-            audio[i, 0, : it.samples.numel()] = it.samples.to(self.device, self.dtype)
+            audio[i, 0, : it.samples.numel()] = it.samples.to(self.device)
         tokens = self._encode_batch(audio).cpu()
         return [tokens[i, :, :n] for i, n in enumerate(frames)]
 

@@ -106,7 +106,7 @@ class StreamEncoder(_Stream):
             return torch.zeros(self.batch_size, self.codec.num_codebooks, 0, dtype=torch.long)
         codec = self.codec
         with torch.inference_mode():
-            x = audio[:, None].to(codec.device, codec.dtype)
+            x = audio[:, None].to(codec.device)  # float32: the model casts
             return self.model.encode(x).cpu()
 
 

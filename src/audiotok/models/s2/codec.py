@@ -66,8 +66,7 @@ class S2Codec(Codec):
         if chunk is None or tokens.shape[-1] <= chunk:
             return self.model.decode(tokens)
         spf = self.samples_per_frame
-        out = torch.empty(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device,
-                          dtype=self.dtype)
+        out = torch.empty(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
         model = stream_copy(self.model)
         with streaming(model):
             for i, piece in enumerate(tokens.split(chunk, -1)):

@@ -10,6 +10,7 @@ from torch import nn
 from ...nn.activations import Snake1d
 from ...nn.conv import CausalConv1d, CausalConvTranspose1d
 from ...nn.convnext import ConvNeXtBlock
+from ...nn.precision import param_dtype, run_in
 from ...nn.transformer import TransformerConfig, WindowedTransformer
 from ...nn.vq import ResidualVQ
 from .config import S2Config
@@ -80,7 +81,8 @@ def rvq_transformer(cfg: S2Config) -> WindowedTransformer:
 
 
 class Encoder(nn.Module):
-    """Audio [B, 1, L] -> latent [B, latent_dim, L / hop]."""
+    """Audio [B, 1, L] -> latent [B, latent_dim, L / hop]. Each block gets its input in its own
+    dtype (the first conv stays float32 under reduced precision)."""
 
     def __init__(self, cfg: S2Config):
         super().__init__()
@@ -93,11 +95,14 @@ class Encoder(nn.Module):
         self.block = nn.Sequential(*blocks)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.block(x)
+        for block in self.block:
+            x = run_in(block, x)
+        return x
 
 
 class Decoder(nn.Module):
-    """Latent [B, latent_dim, T'] -> audio [B, 1, T' * hop] in [-1, 1]."""
+    """Latent [B, latent_dim, T'] -> audio [B, 1, T' * hop] in [-1, 1]. Each layer gets its input
+    in its own dtype (the last conv stays float32 under reduced precision)."""
 
     def __init__(self, cfg: S2Config):
         super().__init__()
@@ -110,7 +115,9 @@ class Decoder(nn.Module):
         self.model = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.model(x)
+        for layer in self.model:
+            x = run_in(layer, x)
+        return x
 
 
 class Quantizer(nn.Module):
@@ -135,14 +142,15 @@ class Quantizer(nn.Module):
         self.post_module = rvq_transformer(cfg)
 
     def encode(self, latent: torch.Tensor) -> torch.Tensor:
-        z = self.pre_module(self.downsample(latent))
+        z = self.pre_module(run_in(self.downsample, latent))
+        z = z.to(param_dtype(self.semantic_quantizer))  # the VQ is a float32 island
         semantic, z_q = self.semantic_quantizer.encode(z)
         residual, _ = self.quantizer.encode(z - z_q)
         return torch.cat([semantic, residual], dim=1)
 
     def decode(self, codes: torch.Tensor) -> torch.Tensor:
         z_q = self.semantic_quantizer.decode(codes[:, :1]) + self.quantizer.decode(codes[:, 1:])
-        return self.upsample(self.post_module(z_q))
+        return self.upsample(run_in(self.post_module, z_q))
 
 
 class S2Model(nn.Module):
@@ -160,3 +168,8 @@ class S2Model(nn.Module):
     def decode(self, codes: torch.Tensor) -> torch.Tensor:
         """Audio [B, 1, T * samples_per_frame] for in-range codes [B, K, T]."""
         return self.decoder(self.quantizer.decode(codes))
+
+    def float32_islands(self) -> list[nn.Module]:
+        """Modules kept in float32 under reduced precision (see nn/precision.py)."""
+        q = self.quantizer
+        return [self.encoder.block[0], q.semantic_quantizer, q.quantizer, self.decoder.model[-2]]

@@ -79,9 +79,9 @@ class XCodec2Codec(Codec):
         """Zero-padded audio [B, 1, max P] and frames per item."""
         frames = [self.num_frames(it.samples.numel()) for it in items]
         hop = self.samples_per_frame
-        audio = torch.zeros(len(items), 1, max(frames) * hop, device=self.device, dtype=self.dtype)
+        audio = torch.zeros(len(items), 1, max(frames) * hop, device=self.device)  # float32
         for i, it in enumerate(items):
-            audio[i, 0, : it.samples.numel()] = it.samples.to(self.device, self.dtype)
+            audio[i, 0, : it.samples.numel()] = it.samples.to(self.device)
         return audio, frames
 
     def _encode_batch(self, items: list[AudioItem]) -> list[torch.Tensor]:

@@ -19,6 +19,7 @@ from ...nn.alias_free import AntiAliasedActivation
 from ...nn.fsq import FSQ
 from ...nn.istft import ISTFTHead
 from ...nn.masking import time_mask, zero_tail
+from ...nn.precision import param_dtype, run_in
 from ...nn.transformer import RMSNorm
 from .config import XCodec2Config
 from .features import semantic_features
@@ -75,7 +76,8 @@ class AcousticEncoder(nn.Module):
         self.conv2 = nn.Conv1d(top, cfg.hidden_size, 3, padding=1)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
-        x = self.conv1(zero_tail(x, lengths))
+        x = run_in(self.conv1, zero_tail(x, lengths))  # a float32 island under bf16/fp16
+        x = x.to(param_dtype(self.conv2))
         for block in self.block:
             x = block(x, lengths)
             lengths = None if lengths is None else lengths // block.stride
@@ -107,7 +109,7 @@ class Quantizer(nn.Module):
 
     def encode(self, h: torch.Tensor) -> torch.Tensor:
         """Indices [B, T] for fused features h [B, T, C]; bound applied twice, as trained."""
-        return self.fsq.indices(self.fsq.bound(self.project_in(h)))
+        return self.fsq.indices(self.fsq.bound(run_in(self.project_in, h)))
 
     def decode(self, indices: torch.Tensor) -> torch.Tensor:
         return self.project_out(self.fsq.codes(indices).to(self.project_out.weight.dtype))
@@ -139,12 +141,12 @@ def group_norm(norm: nn.GroupNorm, x: torch.Tensor, lengths: torch.Tensor | None
         return norm(x)
     b, c, t = x.shape
     g = norm.num_groups
-    keep = time_mask(lengths.to(x.device), t)[:, None, None, :].to(x.dtype)  # [B, 1, 1, T]
-    xg = x.reshape(b, g, c // g, t)
+    keep = time_mask(lengths.to(x.device), t)[:, None, None, :].float()  # [B, 1, 1, T]
+    xg = x.float().reshape(b, g, c // g, t)  # statistics in float32
     count = keep.sum(-1, keepdim=True) * (c // g)
     mean = (xg * keep).sum((-2, -1), keepdim=True) / count
     var = (((xg - mean) * keep) ** 2).sum((-2, -1), keepdim=True) / count
-    y = ((xg - mean) * torch.rsqrt(var + norm.eps)).reshape(b, c, t)
+    y = ((xg - mean) * torch.rsqrt(var + norm.eps)).reshape(b, c, t).to(x.dtype)
     return y * norm.weight[None, :, None] + norm.bias[None, :, None]
 
 
@@ -227,7 +229,7 @@ class Decoder(nn.Module):
         return emb.cos().to(dtype)[None, :, None, :], emb.sin().to(dtype)[None, :, None, :]
 
     def forward(self, latents: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
-        x = self.fc(latents).transpose(1, 2)
+        x = run_in(self.fc, latents).transpose(1, 2)
         x = self.embed(zero_tail(x, lengths)).transpose(1, 2)
         for block in self.prior_net:
             x = block(x, lengths)
@@ -237,7 +239,7 @@ class Decoder(nn.Module):
             x = layer(x, rope, key_mask)
         for block in self.post_net:
             x = block(x, lengths)
-        return self.head(self.norm(x), lengths)
+        return self.head(self.norm(x).float(), lengths)  # the head is a float32 island
 
 
 # -- the codec ----------------------------------------------------------------------------------
@@ -274,7 +276,8 @@ class XCodec2Model(nn.Module):
         else:
             feats, mask = features, None
         frames = None if lengths is None else lengths // hop
-        semantic = self.semantic_encoder(feats.to(audio.dtype), None if lengths is None else mask)
+        semantic = self.semantic_encoder(feats.to(param_dtype(self.semantic_encoder)),
+                                         None if lengths is None else mask)
         semantic = self.semantic_adapter(semantic.transpose(1, 2), frames)
         acoustic = self.acoustic_encoder(audio, lengths)
         fused = self.fc_encoder(torch.cat([semantic, acoustic], dim=1).transpose(1, 2))
@@ -283,3 +286,7 @@ class XCodec2Model(nn.Module):
     def decode(self, indices: torch.Tensor, frames: torch.Tensor | None = None) -> torch.Tensor:
         """Audio [B, 1, hop * T] for indices [B, T]; `frames`: valid frames per item."""
         return self.acoustic_decoder(self.quantizer.decode(indices), frames)
+
+    def float32_islands(self) -> list[nn.Module]:
+        """Modules kept in float32 under reduced precision (see nn/precision.py)."""
+        return [self.acoustic_encoder.conv1, self.quantizer, self.acoustic_decoder.head]

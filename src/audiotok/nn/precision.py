@@ -1,0 +1,32 @@
+"""Reduced precision with float32 islands: most of a model runs in bfloat16/float16, while the
+steps whose rounding matters (first and last convolutions touching audio, vector quantisation,
+FSQ, the iSTFT head; norms and softmax compute in float32 internally) keep float32 weights.
+Each island casts its input; the code after it casts back where it needs to."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def param_dtype(module: nn.Module) -> torch.dtype:
+    """The dtype of a module's first floating parameter (float32 if it has none)."""
+    for p in module.parameters():
+        if p.is_floating_point():
+            return p.dtype
+    return torch.float32
+
+
+def run_in(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """module(x) with x cast to the module's parameter dtype."""
+    return module(x.to(param_dtype(module)))
+
+
+def set_precision(model: nn.Module, dtype: torch.dtype, islands: list[nn.Module]) -> nn.Module:
+    """Cast `model` to `dtype`, then its `islands` back to float32."""
+    if not dtype.is_floating_point:
+        raise ValueError(f"dtype must be a floating type, got {dtype}")
+    model.to(dtype=dtype)
+    for island in islands:
+        island.float()
+    return model
