@@ -91,6 +91,12 @@ def _smallest_uint(max_value: int) -> np.dtype:
     return np.dtype(np.int64)
 
 
+def save_npy(path: str | os.PathLike, tokens: np.ndarray) -> None:
+    """One item's tokens [K, T] as an int64 `.npy` file (fish-speech's layout), atomically."""
+    with atomic_output(path) as tmp, open(tmp, "wb") as f:
+        np.save(f, np.asarray(tokens).astype(np.int64))
+
+
 def save_codes(codes: Codes, path: str | os.PathLike) -> None:
     path = Path(path)
     tokens = codes.tokens.detach().cpu()
@@ -98,8 +104,7 @@ def save_codes(codes: Codes, path: str | os.PathLike) -> None:
         if len(codes) != 1:
             raise CodesError(f"{path}: a .npy codes file holds one item, got a batch of "
                              f"{len(codes)}; save as .codes or save each item")
-        with atomic_output(path) as tmp, open(tmp, "wb") as f:
-            np.save(f, tokens[0, :, : int(codes.lengths[0])].numpy().astype(np.int64))
+        save_npy(path, tokens[0, :, : int(codes.lengths[0])].numpy())
         return
     num_samples = (codes.num_samples if codes.num_samples is not None
                    else torch.full_like(codes.lengths, -1))

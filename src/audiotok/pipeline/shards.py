@@ -1,0 +1,224 @@
+"""The output folder: Parquet shards committed atomically, `manifest.json` listing the finished
+ones, `errors.jsonl`, optional per-item `.npy` copies. Only this module writes there.
+
+A shard is committed in this order: its `.npy` copies, the Parquet file (temp + rename), then its
+manifest entry (temp + rename). A shard counts as done only once it is in the manifest, so a run
+killed at any moment leaves at worst a shard file that the next run writes again."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..codes import save_npy
+from ..errors import AudiotokError
+from ..fileio import atomic_output
+from .batching import Failure, Row
+from .sources import npy_relpath
+
+FORMAT = "audiotok-tokens"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+ERRORS = "errors.jsonl"
+NPY_DIR = "npy"
+# Header fields that must match to continue an existing output folder.
+BINDING = ("format", "codec", "model_sha256", "settings", "source_fingerprint", "num_items")
+
+
+class OutputError(AudiotokError, ValueError):
+    """An output folder that cannot be used: other settings, locked by another run."""
+
+
+def _pyarrow():
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise OutputError("tokenize writes Parquet with pyarrow: pip install 'audiotok[corpus]' "
+                          "(or pip install pyarrow)") from None
+    return pa, pq
+
+
+def schema(token_type: str, metadata: dict):
+    pa, _ = _pyarrow()
+    return pa.schema([
+        ("id", pa.string()), ("path", pa.string()), ("text", pa.string()),
+        ("tokens", pa.list_(getattr(pa, token_type)())), ("num_codebooks", pa.int32()),
+        ("n_frames", pa.int64()), ("n_samples", pa.int64()), ("sample_rate", pa.int32()),
+        ("duration", pa.float64()),
+    ], metadata={"audiotok": json.dumps(metadata, sort_keys=True)})
+
+
+def token_type(codebook_sizes) -> str:
+    """The smallest unsigned pyarrow/numpy type name that holds every token."""
+    top = max(codebook_sizes) - 1
+    return next(t for t, bits in (("uint8", 8), ("uint16", 16), ("uint32", 32)) if top < 2**bits)
+
+
+@dataclass
+class ShardResult:
+    index: int
+    rows: list[Row] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+
+
+class OutputDir:
+    """An output folder opened for one run (holds an exclusive lock until close)."""
+
+    def __init__(self, root: str | os.PathLike, header: dict, *, overwrite: bool = False):
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise OutputError(f"{self.root}: exists and is not a folder")
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = open(self.root / ".lock", "w")  # noqa: SIM115 - held until close()
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            raise OutputError(f"{self.root}: another tokenize run is writing here") from None
+        self.header = header
+        old = self._read_manifest()
+        if old is not None and overwrite:
+            self._clear(old)
+            old = None
+        if old is not None:
+            _check_same(self.root, old, header)
+        self.shards: dict[int, dict] = {s["index"]: s for s in (old or {}).get("shards", [])}
+        self._remove_temp_files()
+        self._write_manifest()
+        self._write_errors()
+
+    # -- state ---------------------------------------------------------------------------------
+    def done(self, index: int) -> bool:
+        return index in self.shards
+
+    @property
+    def num_shards(self) -> int:
+        return self.header["num_shards"]
+
+    def shard_name(self, index: int) -> str:
+        width = max(5, len(str(self.num_shards - 1)))
+        return f"shard-{index:0{width}d}.parquet"
+
+    def failures(self) -> list[dict]:
+        return [e for i in sorted(self.shards) for e in self.shards[i]["errors"]]
+
+    # -- commit --------------------------------------------------------------------------------
+    def commit(self, result: ShardResult) -> None:
+        """Write one finished shard (rows in source order) and record it in the manifest."""
+        _, pq = _pyarrow()
+        rows = sorted(result.rows, key=lambda r: r.item.index)
+        if self.header["settings"]["npy"]:
+            for r in rows:
+                save_npy(self.root / NPY_DIR / npy_relpath(r.item.id), r.tokens)
+        name = self.shard_name(result.index)
+        with atomic_output(self.root / name) as tmp:
+            pq.write_table(self._table(rows), tmp)
+            digest = _sha256(tmp)
+        errors = [{"id": f.item.id, "path": f.item.path, "reason": f.reason}
+                  for f in sorted(result.failures, key=lambda f: f.item.index)]
+        self.shards[result.index] = {
+            "index": result.index, "file": name, "rows": len(rows), "sha256": digest,
+            "audio_seconds": round(sum(r.n_samples / r.sample_rate for r in rows), 3),
+            "errors": errors}
+        self._write_manifest()
+        if errors:
+            self._write_errors()
+
+    def _table(self, rows: list[Row]):
+        pa, _ = _pyarrow()
+        kind = self.header["token_type"]
+        flat = [r.tokens.reshape(-1).astype(kind) for r in rows]
+        offsets = np.concatenate([[0], np.cumsum([f.size for f in flat])]).astype(np.int32)
+        values = np.concatenate(flat) if flat else np.zeros(0, kind)
+        columns = {
+            "id": [r.item.id for r in rows],
+            "path": [r.item.path for r in rows],
+            "text": [r.item.text for r in rows],
+            "tokens": pa.ListArray.from_arrays(pa.array(offsets), pa.array(values)),
+            "num_codebooks": [int(r.tokens.shape[0]) for r in rows],
+            "n_frames": [int(r.tokens.shape[1]) for r in rows],
+            "n_samples": [r.n_samples for r in rows],
+            "sample_rate": [r.sample_rate for r in rows],
+            "duration": [r.n_samples / r.sample_rate for r in rows],
+        }
+        meta = {k: v for k, v in self.header.items() if k != "num_shards"}
+        return pa.table(columns, schema=schema(kind, meta))
+
+    # -- files ---------------------------------------------------------------------------------
+    def _read_manifest(self) -> dict | None:
+        path = self.root / MANIFEST
+        if not path.exists():
+            leftovers = [p.name for p in self.root.iterdir() if not p.name.startswith(".")]
+            if leftovers:
+                raise OutputError(f"{self.root}: not empty and not a tokenize output (no "
+                                  f"{MANIFEST}; found {', '.join(sorted(leftovers)[:5])})")
+            return None
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise OutputError(f"{path}: unreadable manifest ({e})") from None
+        if manifest.get("format") != FORMAT:
+            raise OutputError(f"{path}: not an audiotok tokenize manifest")
+        return manifest
+
+    def _write_manifest(self) -> None:
+        shards = [self.shards[i] for i in sorted(self.shards)]
+        manifest = {**self.header, "complete": len(shards) == self.num_shards,
+                    "rows": sum(s["rows"] for s in shards),
+                    "failed": sum(len(s["errors"]) for s in shards), "shards": shards}
+        with atomic_output(self.root / MANIFEST) as tmp:
+            tmp.write_text(json.dumps(manifest, indent=1) + "\n")
+
+    def _write_errors(self) -> None:
+        with atomic_output(self.root / ERRORS) as tmp:
+            tmp.write_text("".join(json.dumps(e) + "\n" for e in self.failures()))
+
+    def _clear(self, manifest: dict) -> None:
+        """--overwrite: remove what an earlier run wrote (only files of ours)."""
+        for s in manifest.get("shards", []):
+            (self.root / s["file"]).unlink(missing_ok=True)
+        for p in self.root.glob("shard-*.parquet"):
+            p.unlink()
+        for name in (MANIFEST, ERRORS):
+            (self.root / name).unlink(missing_ok=True)
+        npy = self.root / NPY_DIR
+        if npy.is_dir():
+            for p in sorted(npy.rglob("*"), reverse=True):
+                p.unlink() if p.is_file() else p.rmdir()
+            npy.rmdir()
+
+    def _remove_temp_files(self) -> None:
+        """Temporary files of a run that was killed (atomic_output names them .NAME.*.tmp)."""
+        for p in self.root.rglob(".*.tmp"):
+            p.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        self._lock.close()
+
+
+def _check_same(root: Path, old: dict, new: dict) -> None:
+    changed = []
+    for key in BINDING:
+        if key == "settings":
+            changed += [f"{k}: {old[key].get(k)!r} -> {v!r}" for k, v in new[key].items()
+                        if old[key].get(k) != v]
+        elif old.get(key) != new.get(key):
+            changed.append(f"{key}: {old.get(key)!r} -> {new.get(key)!r}")
+    if changed:
+        raise OutputError(f"{root} holds a run with other settings ({'; '.join(changed)}); pass "
+                          "--overwrite to replace it, or choose another output folder")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()

@@ -1,0 +1,71 @@
+"""Kill a tokenize run (SIGKILL) at random moments, rerun each time: the final dataset equals a
+clean run's, item for item, shard file for shard file."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.pipeline.conftest import GOOD, S2_MODEL, make_corpus, read_output
+
+pytest.importorskip("pyarrow")
+
+
+def command(corpus, out):
+    return [sys.executable, "-m", "audiotok", "tokenize", str(corpus), "-m", S2_MODEL,
+            "-o", str(out), "--shard-items", "2", "--workers", "1", "--batch-seconds", "2",
+            "--threads", "1", "-q"]
+
+
+def shards_done(out) -> int:
+    try:
+        return len(json.loads((out / "manifest.json").read_text())["shards"])
+    except (OSError, ValueError):
+        return 0
+
+
+def run_until(cmd, out, kill_after_shards: int | None, delay: float) -> int | None:
+    """Run; once the manifest lists `kill_after_shards` shards (None: never), wait `delay` s and
+    SIGKILL the whole process group. The exit status, or None when killed."""
+    p = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    while p.poll() is None:
+        if kill_after_shards is not None and shards_done(out) >= kill_after_shards:
+            time.sleep(delay)
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            return None
+        time.sleep(0.01)
+    return p.returncode
+
+
+def test_sigkill_and_resume(tmp_path):
+    big = {f"d{i % 3}/item{i:02d}.wav": (0.5 + 0.25 * (i % 7), 44100, 1) for i in range(24)}
+    corpus = make_corpus(tmp_path / "corpus", good={**GOOD, **big})
+    assert run_until(command(corpus, tmp_path / "clean"), tmp_path / "clean", None, 0) == 3
+    clean = read_output(tmp_path / "clean")
+    assert len(clean["rows"]) == 32 and clean["manifest"]["num_shards"] == 18
+
+    out = tmp_path / "resumed"
+    rng = random.Random(1234)
+    # kill while starting (0 shards), then at random points further on, each at a random delay
+    targets = [0] + sorted(rng.sample(range(1, 17), 4))
+    seen = []
+    for target in targets:
+        status = run_until(command(corpus, out), out, target, rng.uniform(0, 0.2))
+        seen.append((target, status, shards_done(out)))
+        assert status is None, seen  # killed before the end
+    # no run ever loses a finished shard
+    assert all(a[2] <= b[2] for a, b in zip(seen, seen[1:], strict=False)), seen
+    assert 0 < seen[-1][2] < 18, seen
+    assert run_until(command(corpus, out), out, None, 0) == 3
+    resumed = read_output(out)
+    assert resumed["rows"] == clean["rows"]
+    assert resumed["manifest"]["shards"] == clean["manifest"]["shards"]  # byte-identical shards
+    assert (out / "errors.jsonl").read_text() == (tmp_path / "clean" / "errors.jsonl").read_text()
+    assert not list(out.rglob("*.tmp"))
