@@ -10,6 +10,10 @@ duration (one warm-up first; 60 s and longer are timed once), peak RSS of each s
 precision study: for each reduced-precision run, the fraction of tokens equal to float32 tokens
 and the SNR of its decoding of the float32 tokens against float32 decoding, on the golden
 signals (tests/data) through the full-size random models. Prints a table, writes JSON.
+The peak RSS there is of each step after the earlier ones (freed memory the allocator keeps
+counts); `--peaks` measures each task alone in a fresh process instead:
+
+    python benchmarks/compare.py --peaks --codecs s2 --durations 60 --tasks encode
 """
 
 from __future__ import annotations
@@ -145,6 +149,36 @@ def child(codec: str, impl: str, dtype: str, args, out: Path) -> None:
     out.write_text(json.dumps(result))
 
 
+def peak_child(codec: str, impl: str, dtype: str, task: str, secs: float, args) -> None:
+    """One task in a fresh process: its peak RSS (model included), unaffected by earlier tasks
+    whose freed memory the allocator still holds. Prints JSON."""
+    torch.set_num_threads(args.threads)
+    runner = IMPLS[impl](codec, weights(codec, args.workdir), dtype)
+    x = speech(secs, runner.rate)
+    tokens = runner.encode(x) if task == "decode" else None
+    reset_peak()
+    t = time.perf_counter()
+    runner.encode(x) if task == "encode" else runner.decode(tokens)
+    print(json.dumps({"seconds": time.perf_counter() - t, "peak_mb": peak_rss_mb()}))
+
+
+def fresh_peaks(args, plan: dict) -> dict:
+    """Peak RSS of each task, duration and implementation, each in its own process."""
+    out: dict = {}
+    for codec in args.codecs.split(","):
+        for impl, dtype in plan[codec]:
+            for task in args.tasks.split(","):
+                for secs in args.seconds:
+                    r = subprocess.run(
+                        [sys.executable, __file__, "--peak-child", codec, impl, dtype, task,
+                         str(secs), "--workdir", str(args.workdir), "--threads",
+                         str(args.threads)], check=True, capture_output=True, text=True)
+                    key = f"{codec} {impl} {dtype} {task} {secs:g} s"
+                    out[key] = json.loads(r.stdout.strip().splitlines()[-1])
+                    print(key, out[key], flush=True)
+    return out
+
+
 def precision(codec: str, impl: str, dtype: str, workdir: Path) -> dict:
     base = np.load(workdir / f"{codec}-audiotok-float32.npz")
     base_audio = np.load(workdir / f"{codec}-audiotok-float32-audio.npz")
@@ -164,14 +198,26 @@ def main() -> None:
     p.add_argument("--codecs", default="s2,xcodec2")
     p.add_argument("--child", nargs=4, metavar=("CODEC", "IMPL", "DTYPE", "OUT"),
                    help=argparse.SUPPRESS)
+    p.add_argument("--peaks", action="store_true",
+                   help="instead: peak RSS of each task in a fresh process (--tasks)")
+    p.add_argument("--tasks", default="encode,decode", help="with --peaks")
+    p.add_argument("--peak-child", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args()
     args.seconds = [float(s) for s in args.durations.split(",")]
     if args.child:
         codec, impl, dtype, out = args.child
         return child(codec, impl, dtype, args, Path(out))
+    if args.peak_child:
+        codec, impl, dtype, task, secs = args.peak_child
+        return peak_child(codec, impl, dtype, task, float(secs), args)
     plan = {"s2": [("audiotok", "float32"), ("audiotok", "bfloat16"), ("fish-speech", "float32")],
             "xcodec2": [("audiotok", "float32"), ("audiotok", "bfloat16"),
                         ("transformers", "float32")]}
+    if args.peaks:
+        peaks = fresh_peaks(args, plan)
+        if args.json:
+            args.json.write_text(json.dumps(peaks, indent=1) + "\n")
+        return
     results: dict = {"threads": args.threads, "torch": torch.__version__,
                      "seconds": args.seconds, "repeats": args.repeats}
     for codec in args.codecs.split(","):
