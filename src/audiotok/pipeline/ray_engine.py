@@ -47,7 +47,8 @@ def run_ray(job, address: str | None) -> None:
                        num_gpus=1 if gpu else 0,
                        num_cpus=actor_cpus,
                        fn_constructor_kwargs={
-                           "model": job.model, "device": str(job.codec.device),
+                           # Ray shows each GPU actor only its own GPU: the type suffices
+                           "model": job.model, "device": job.codec.device.type,
                            "dtype": job.codec.dtype, "threads": threads,
                            "checksum": job.out.header["model_sha256"],
                            "batch_seconds": job.batch_seconds,
