@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from audiotok.nn.alias_free import AntiAliasedActivation
 from audiotok.nn.conv import CausalConv1d, CausalConvTranspose1d
 from audiotok.nn.transformer import (
     TransformerConfig,
@@ -91,3 +92,20 @@ def test_transformer_is_causal_over_several_windows():
     with torch.no_grad():
         full, prefix = model(x), model(x[..., :11])
     assert torch.allclose(full[..., :11], prefix, atol=1e-5)
+
+
+@pytest.mark.parametrize("length", [1, 5, 333])
+def test_polyphase_upsampling_equals_transposed_conv(length):
+    """Reduced precision upsamples per phase; in float64 both ways agree to rounding."""
+    aa = AntiAliasedActivation(torch.nn.Identity()).double()
+    aa.filter = aa.filter.double()
+    x = torch.randn(2, 3, length, dtype=torch.float64)
+    y = F.pad(x, (aa.up_pad, aa.up_pad), mode="replicate")
+    ref = aa.ratio * F.conv_transpose1d(y, aa.filter.expand(3, -1, -1), stride=2, groups=3)
+    ref = ref[..., aa.up_crop_left : ref.shape[-1] - aa.up_crop_right]
+    got = aa._upsample_polyphase(y, length)
+    assert got.shape == (2, 3, 2 * length)
+    torch.testing.assert_close(got, ref, rtol=0, atol=1e-12)
+    act = AntiAliasedActivation(torch.nn.Tanh())
+    xf = torch.randn(2, 3, length)
+    torch.testing.assert_close(act(xf.bfloat16()).float(), act(xf), rtol=0, atol=0.03)
