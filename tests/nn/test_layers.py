@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from audiotok.nn.alias_free import AntiAliasedActivation
+from audiotok.nn.alias_free import AntiAliasedActivation, replicate_pad
 from audiotok.nn.conv import CausalConv1d, CausalConvTranspose1d
 from audiotok.nn.transformer import (
     TransformerConfig,
@@ -109,3 +109,10 @@ def test_polyphase_upsampling_equals_transposed_conv(length):
     act = AntiAliasedActivation(torch.nn.Tanh())
     xf = torch.randn(2, 3, length)
     torch.testing.assert_close(act(xf.bfloat16()).float(), act(xf), rtol=0, atol=0.03)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_replicate_pad_equals_torch(dtype):
+    x = torch.randn(2, 3, 7).to(dtype)
+    for left, right in [(5, 5), (5, 6), (0, 3), (1, 0)]:
+        assert torch.equal(replicate_pad(x, left, right), F.pad(x, (left, right), mode="replicate"))

@@ -2,6 +2,7 @@
 
 import csv
 import json
+import shutil
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -64,6 +65,9 @@ def test_rerun_skips_and_settings_are_checked(corpus, tmp_path, s2_codec):
     again = tokenize(corpus, s2_codec, out, shard_items=4, workers=0, progress=False)
     assert (again.tokenized, again.failed, again.done_before, again.failed_total) == (0, 0, 11, 3)
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    shutil.copytree(corpus, tmp_path / "moved")  # the same items elsewhere: still resumable
+    moved = tokenize(tmp_path / "moved", s2_codec, out, shard_items=4, workers=0, progress=False)
+    assert (moved.done_before, moved.tokenized) == (11, 0)
     with pytest.raises(AudiotokError, match=r"other settings \(settings.shard_items|shard_items"):
         tokenize(corpus, s2_codec, out, shard_items=5, workers=0, progress=False)
     with pytest.raises(AudiotokError, match="model_sha256"):

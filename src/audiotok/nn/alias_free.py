@@ -33,6 +33,13 @@ def kaiser_sinc_filter(cutoff: float, half_width: float, kernel_size: int) -> to
     return (taps / taps.sum()).view(1, 1, kernel_size)
 
 
+def replicate_pad(x: torch.Tensor, left: int, right: int) -> torch.Tensor:
+    """F.pad(x, (left, right), mode="replicate"), the same values, as one concatenation (the
+    padding kernel is 1.2-12x slower on CPU)."""
+    shape = x.shape[:-1]
+    return torch.cat([x[..., :1].expand(*shape, left), x, x[..., -1:].expand(*shape, right)], -1)
+
+
 class AntiAliasedActivation(nn.Module):
     """act(upsample(x)) low-passed and downsampled back; length preserved. With `lengths`, each
     item of a padded batch gets its own edge padding, as if it were alone."""
@@ -54,7 +61,7 @@ class AntiAliasedActivation(nn.Module):
         channels = x.shape[1]
         taps = self.filter.to(x.dtype).expand(channels, -1, -1)
         x = edge_tail(x, lengths, self.up_pad)
-        y = F.pad(x, (self.up_pad, self.up_pad), mode="replicate")
+        y = replicate_pad(x, self.up_pad, self.up_pad)
         if x.dtype == torch.float32:
             y = self.ratio * F.conv_transpose1d(y, taps, stride=self.ratio, groups=channels)
             y = y[..., self.up_crop_left : y.shape[-1] - self.up_crop_right]
@@ -63,7 +70,7 @@ class AntiAliasedActivation(nn.Module):
         y = self.act(y)
         up_lengths = None if lengths is None else lengths * self.ratio
         y = edge_tail(y, up_lengths, self.down_pad_right)
-        y = F.pad(y, (self.down_pad_left, self.down_pad_right), mode="replicate")
+        y = replicate_pad(y, self.down_pad_left, self.down_pad_right)
         return F.conv1d(y, taps, stride=self.ratio, groups=channels)
 
     def _upsample_polyphase(self, y: torch.Tensor, length: int) -> torch.Tensor:

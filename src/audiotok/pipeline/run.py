@@ -146,16 +146,7 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
     settings = {"dtype": str(codec.dtype).removeprefix("torch."),
                 "device_type": codec.device.type, "batch_seconds": float(batch_seconds),
                 "shard_items": shard_items, "min_seconds": float(min_seconds), "npy": bool(npy)}
-    header = {"format": FORMAT, "format_version": FORMAT_VERSION, "audiotok_version": __version__,
-              "codec": codec.name, "model": codec.title, "model_source": spec,
-              "model_sha256": model_checksum(codec), "sample_rate": codec.sample_rate,
-              "frame_rate": codec.frame_rate, "num_codebooks": codec.num_codebooks,
-              "codebook_sizes": list(codec.codebook_sizes),
-              "token_type": token_type(codec.codebook_sizes), "settings": settings,
-              "source": src.location, "source_kind": src.kind,
-              "source_fingerprint": src.fingerprint(), "num_items": len(src.items),
-              "num_shards": -(-len(src.items) // shard_items)}
-    out_dir = OutputDir(out, header, overwrite=overwrite)
+    out_dir = OutputDir(out, _header(codec, spec, src, settings), overwrite=overwrite)
     try:
         read = ReadSettings(codec.sample_rate, float(min_seconds),
                             src.location if src.kind == "dataset" else None, src.audio_column)
@@ -180,6 +171,19 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
                        all(out_dir.done(i) for i in range(out_dir.num_shards)))
     finally:
         out_dir.close()
+
+
+def _header(codec: Codec, spec: str, src: Source, settings: dict) -> dict:
+    """What the manifest and every shard record about the run (see shards.BINDING)."""
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "audiotok_version": __version__,
+            "codec": codec.name, "model": codec.title, "model_source": spec,
+            "model_sha256": model_checksum(codec), "sample_rate": codec.sample_rate,
+            "frame_rate": codec.frame_rate, "num_codebooks": codec.num_codebooks,
+            "codebook_sizes": list(codec.codebook_sizes),
+            "token_type": token_type(codec.codebook_sizes), "settings": settings,
+            "source": src.location, "source_kind": src.kind,
+            "source_fingerprint": src.fingerprint(), "num_items": len(src.items),
+            "num_shards": -(-len(src.items) // settings["shard_items"])}
 
 
 def default_workers(engine: str) -> int:

@@ -38,10 +38,11 @@ class Source:
     audio_column: str | None = None  # datasets sources only
 
     def fingerprint(self) -> str:
-        """sha256 of the ordered (id, path) list: a changed source changes the shard plan."""
+        """sha256 of the ordered ids: items added, removed or reordered change the shard plan
+        (a corpus moved elsewhere does not)."""
         h = hashlib.sha256()
         for it in self.items:
-            h.update(f"{it.id}\0{it.path}\0".encode())
+            h.update(f"{it.id}\0".encode())
         return h.hexdigest()
 
 
