@@ -5,6 +5,8 @@ and a run of either can continue the other's."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import torch
 
@@ -24,6 +26,7 @@ def run_ray(job, address: str | None) -> None:
     if not ray.is_initialized():
         ray.init(address=address, include_dashboard=False, log_to_driver=False,
                  configure_logging=False)
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # no per-dataset INFO lines
     context = ray.data.DataContext.get_current()
     context.enable_progress_bars = False  # ours shows items, hours and ETA
     context.print_on_execution_start = False
