@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import resource
 import statistics
 import time
 from pathlib import Path
 
 import numpy as np
+
+from audiotok.bench import peak_rss_mb, reset_peak_rss  # noqa: F401 - for the scripts
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,18 +32,6 @@ def median_time(fn, repeats: int, warmup: bool = True) -> tuple[float, object]:
         out = fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times), out
-
-
-def peak_rss_mb() -> float:
-    """This process's resident-set high-water mark. On Linux from /proc (VmHWM): getrusage's
-    ru_maxrss survives exec, so a child would report its parent's peak."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def parser(doc: str):

@@ -27,20 +27,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from common import ROOT, median_time, parser, peak_rss_mb, speech
+from common import ROOT, median_time, parser, peak_rss_mb, reset_peak_rss, speech
 
 PRECISION_SIGNALS = {
     "s2": (ROOT / "tests/data/s2_tiny/expected_pth.npz", ["audio_132377", "audio_352805"]),
     "xcodec2": (ROOT / "tests/data/xcodec2_tiny/cases.npz", ["n49120_waveform",
                                                              "n144000_waveform"]),
 }
-
-
-def reset_peak() -> None:
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
 def weights(codec: str, workdir: Path) -> Path:
@@ -119,17 +112,17 @@ IMPLS = {"audiotok": Ours, "fish-speech": FishSpeech, "transformers": Transforme
 def child(codec: str, impl: str, dtype: str, args, out: Path) -> None:
     torch.set_num_threads(args.threads)
     path = weights(codec, args.workdir)
-    reset_peak()
+    reset_peak_rss()
     t = time.perf_counter()
     runner = IMPLS[impl](codec, path, dtype)
     result = {"load_s": time.perf_counter() - t, "load_peak_mb": peak_rss_mb(), "runs": {}}
     for secs in args.seconds:
         x = speech(secs, runner.rate)
         repeats = args.repeats if secs < 60 else 1
-        reset_peak()
+        reset_peak_rss()
         enc, tokens = median_time(lambda x=x: runner.encode(x), repeats, warmup=secs < 60)
         enc_peak = peak_rss_mb()
-        reset_peak()
+        reset_peak_rss()
         dec, _ = median_time(lambda t=tokens: runner.decode(t), repeats, warmup=secs < 60)
         result["runs"][f"{secs:g}"] = {"encode_s": enc, "decode_s": dec, "encode_peak_mb":
                                        enc_peak, "decode_peak_mb": peak_rss_mb()}
@@ -156,7 +149,7 @@ def peak_child(codec: str, impl: str, dtype: str, task: str, secs: float, args) 
     runner = IMPLS[impl](codec, weights(codec, args.workdir), dtype)
     x = speech(secs, runner.rate)
     tokens = runner.encode(x) if task == "decode" else None
-    reset_peak()
+    reset_peak_rss()
     t = time.perf_counter()
     runner.encode(x) if task == "encode" else runner.decode(tokens)
     print(json.dumps({"seconds": time.perf_counter() - t, "peak_mb": peak_rss_mb()}))

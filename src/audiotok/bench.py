@@ -59,10 +59,7 @@ class PeakMemory:
             torch.cuda.synchronize(self.device)
             torch.cuda.reset_peak_memory_stats(self.device)
         else:
-            try:
-                Path("/proc/self/clear_refs").write_text("5")
-            except OSError:
-                pass
+            reset_peak_rss()
         return self
 
     def __exit__(self, *exc):
@@ -70,10 +67,20 @@ class PeakMemory:
             torch.cuda.synchronize(self.device)
             self.mb = torch.cuda.max_memory_allocated(self.device) / 2**20
         else:
-            self.mb = _hwm_mb()
+            self.mb = peak_rss_mb()
 
 
-def _hwm_mb() -> float:
+def reset_peak_rss() -> None:
+    """Start the resident-set high-water mark afresh (Linux /proc/self/clear_refs; else no-op)."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def peak_rss_mb() -> float:
+    """This process's resident-set high-water mark in MB. On Linux from /proc (VmHWM):
+    getrusage's ru_maxrss survives exec, so a child would report its parent's peak."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):

@@ -21,6 +21,7 @@ from .audio import AUDIO_SUFFIXES, collect_files, write_audio
 from .codes import Codes, load_codes
 from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
+from .nn.precision import DTYPES, parse_dtype
 from .stream import decode_to_file, encode_file
 
 CODES_SUFFIXES = {".codes", ".npy"}
@@ -321,9 +322,10 @@ def bench(model, seconds, batch, dtypes, device, threads, repeats, with_stream, 
         torch.set_num_threads(threads)
     rows = []
     for name in dtypes.split(","):
-        dtype = getattr(torch, name.strip(), None)
-        if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-            raise click.BadParameter(f"unknown dtype {name!r}", param_hint="--dtype")
+        try:
+            dtype = parse_dtype(name.strip())
+        except AudiotokError as e:
+            raise click.BadParameter(str(e), param_hint="--dtype") from None
         try:
             codec = load(model, device=device, dtype=dtype)
         except (AudiotokError, OSError) as e:
@@ -354,7 +356,7 @@ TOKENIZE_STOPPED = 101  # exit status: the run could not start or stopped
               help="local: reader processes (0: read in the main process; default half the "
                    "CPUs, 1 to 8). ray: model actors (default 1).")
 @device_option
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32",
+@click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32",
               show_default=True, help="Model precision (reduced precision changes some tokens).")
 @threads_option
 @click.option("--shard-items", type=click.IntRange(min=1), default=1000, show_default=True,

@@ -8,6 +8,17 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..errors import AudiotokError
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def parse_dtype(name: str) -> torch.dtype:
+    """torch.float32 / bfloat16 / float16 from its name."""
+    if name not in DTYPES:
+        raise AudiotokError(f"unknown dtype {name!r}; expected one of {', '.join(DTYPES)}")
+    return DTYPES[name]
+
 
 def param_dtype(module: nn.Module) -> torch.dtype:
     """The dtype of a module's first floating parameter (float32 if it has none)."""

@@ -27,15 +27,17 @@ def run_local(job) -> None:
         for index, shard in pending:
             result = ShardResult(index)
             buffer: list[Decoded] = []
+            buffered = 0  # samples in buffer
             for d in itertools.islice(stream, len(shard)):
                 if d.error is not None:
                     result.failures.append(Failure(d.item, d.error))
                     job.progress.update(failed=1)
                     continue
                 buffer.append(d)
-                if sum(b.samples.size for b in buffer) >= gather:
+                buffered += d.samples.size
+                if buffered >= gather:
                     _encode(job, buffer, result)
-                    buffer = []
+                    buffer, buffered = [], 0
             _encode(job, buffer, result)
             writer.put(result)
 

@@ -14,6 +14,7 @@ from tqdm import tqdm
 from .._version import __version__
 from ..codec import Codec
 from ..errors import AudiotokError
+from ..nn.precision import parse_dtype
 from .batching import ReadSettings, Row
 from .shards import FORMAT, FORMAT_VERSION, OutputDir, token_type
 from .sources import Item, Source, open_source
@@ -128,7 +129,7 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
     if min_seconds < 0:
         raise AudiotokError(f"min_seconds must not be negative, got {min_seconds}")
     if isinstance(dtype, str):
-        dtype = _dtype(dtype)
+        dtype = parse_dtype(dtype)
     start = time.perf_counter()
     src = open_source(source)
     if isinstance(model, Codec):
@@ -191,10 +192,3 @@ def default_workers(engine: str) -> int:
     if engine == "ray":
         return 1
     return max(1, min(8, (os.cpu_count() or 2) // 2))
-
-
-def _dtype(name: str) -> torch.dtype:
-    dtypes = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-    if name not in dtypes:
-        raise AudiotokError(f"unknown dtype {name!r}; expected one of {', '.join(dtypes)}")
-    return dtypes[name]
