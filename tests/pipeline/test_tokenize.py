@@ -3,6 +3,8 @@
 import csv
 import json
 import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -179,3 +181,19 @@ def test_buckets_cover_each_index_once_within_budget(lengths, budget):
         longest = max(lengths[i] for i in b)
         assert len(b) == 1 or longest * len(b) <= budget
         assert [lengths[i] for i in b] == sorted(lengths[i] for i in b)
+
+
+def test_script_without_main_guard(corpus, tmp_path):
+    """Reader processes do not re-run the calling script (a plain script, or code on stdin)."""
+    code = (f"from audiotok.pipeline import tokenize\n"
+            f"s = tokenize({str(corpus)!r}, {S2_MODEL!r}, {str(tmp_path / 'out')!r}, "
+            f"workers=2, shard_items=4, progress=False)\n"
+            f"print('tokenized', s.tokenized, s.failed)\n")
+    script = tmp_path / "plain.py"
+    script.write_text(code)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "tokenized 8 3" in r.stdout, r.stderr[-2000:]
+    shutil.rmtree(tmp_path / "out")
+    r = subprocess.run([sys.executable, "-"], input=code, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "tokenized 8 3" in r.stdout, r.stderr[-2000:]

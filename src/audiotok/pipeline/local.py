@@ -7,10 +7,13 @@ import contextlib
 import itertools
 import multiprocessing
 import queue
+import sys
 import threading
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+
+import torch
 
 from .batching import Decoded, Failure, ReadSettings, encode_decoded, read_item
 from .shards import OutputDir, ShardResult
@@ -58,11 +61,25 @@ def decoded(items: list, settings: ReadSettings, workers: int) -> Iterator[Itera
     if workers == 0:
         yield (read_item(it, settings) for it in items)
         return
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    pool = ProcessPoolExecutor(workers, mp_context=_start_method(), initializer=_one_thread)
     try:
         yield _in_order(pool, items, settings, ahead=4 * workers)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start_method():
+    """fork on Linux (as torch's DataLoader): workers need not re-import the caller's script, so
+    a script without `if __name__ == "__main__":` works; spawn elsewhere."""
+    if sys.platform == "linux":
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("spawn")
+
+
+def _one_thread() -> None:
+    """A reader runs torch only on small tensors; one thread also keeps a forked child out of
+    the parent's OpenMP pool."""
+    torch.set_num_threads(1)
 
 
 def _in_order(pool: ProcessPoolExecutor, items: list, settings: ReadSettings, ahead: int):
