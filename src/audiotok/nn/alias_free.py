@@ -56,6 +56,8 @@ class AntiAliasedActivation(nn.Module):
         self.up_crop_right = self.up_pad * ratio + (kernel_size - ratio + 1) // 2
         self.down_pad_left = kernel_size // 2 - int(kernel_size % 2 == 0)
         self.down_pad_right = kernel_size // 2
+        # an output depends on inputs at most this many steps away (5 for the default filter)
+        self.radius = kernel_size // ratio
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         channels = x.shape[1]

@@ -47,6 +47,8 @@ class ConvModule(nn.Module):
 class SelfAttention(nn.Module):
     """Multi-head attention with a learned bias per clipped relative distance (Shaw et al.)."""
 
+    query_block = 256  # queries per step: memory grows as block x T, not T x T
+
     def __init__(self, cfg: SemanticConfig):
         super().__init__()
         dim = cfg.hidden_size
@@ -66,15 +68,24 @@ class SelfAttention(nn.Module):
         q = self.linear_q(x).view(shape).transpose(1, 2)
         k = self.linear_k(x).view(shape).transpose(1, 2)
         v = self.linear_v(x).view(shape).transpose(1, 2)
+        # Queries in blocks: the bias of a block is [B, H, block, T], never the whole T x T.
+        y = torch.cat([self._attend(q[:, :, s : s + self.query_block], k, v, s, key_mask)
+                       for s in range(0, t, self.query_block)], dim=2)
+        return self.linear_out(y.transpose(1, 2).reshape(b, t, -1))
+
+    def _attend(self, q, k, v, start: int, key_mask: torch.Tensor | None) -> torch.Tensor:
+        """Attention of queries start.. (q [B, H, n, D]) to all keys, with the distance bias."""
+        b, _, n, _ = q.shape
+        t = k.shape[2]
         scale = self.head_size**-0.5
-        pos = torch.arange(t, device=x.device)
-        distance = (pos[None, :] - pos[:, None]).clamp(-self.left, self.right) + self.left
-        per_distance = q @ self.distance_embedding.weight.to(q.dtype).t()  # [B, H, T, L+R+1]
-        bias = per_distance.gather(-1, distance.expand(b, self.heads, t, t)) * scale
+        q_pos = torch.arange(start, start + n, device=q.device)
+        k_pos = torch.arange(t, device=q.device)
+        distance = (k_pos[None, :] - q_pos[:, None]).clamp(-self.left, self.right) + self.left
+        per_distance = q @ self.distance_embedding.weight.to(q.dtype).t()  # [B, H, n, L+R+1]
+        bias = per_distance.gather(-1, distance.expand(b, self.heads, n, t)) * scale
         if key_mask is not None:
             bias = bias.masked_fill(~key_mask[:, None, None, :], torch.finfo(bias.dtype).min)
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
-        return self.linear_out(y.transpose(1, 2).reshape(b, t, -1))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=scale)
 
 
 class ConformerLayer(nn.Module):
