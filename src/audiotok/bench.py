@@ -111,7 +111,8 @@ def run(codec, seconds: list[float], batches: list[int], repeats: int = 3,
     """Time encode and decode of test audio for each (duration, batch); with `stream`, also the
     time per pushed frame of the streaming decoder (causal codecs)."""
     rows = []
-    common = dict(dtype=str(codec.dtype).replace("torch.", ""), device=str(codec.device),
+    device = str(codec.device) + ("+graphs" if codec.graphs is not None else "")
+    common = dict(dtype=str(codec.dtype).replace("torch.", ""), device=device,
                   threads=torch.get_num_threads())
     for secs in seconds:
         for batch in batches:

@@ -309,9 +309,12 @@ def _floats(text: str) -> list[float]:
               help="Timed runs per measurement (median reported), after one warm-up.")
 @click.option("--stream", "with_stream", is_flag=True,
               help="Also time the streaming decoder per pushed frame (1- and 4-frame pushes).")
+@click.option("--cuda-graphs", is_flag=True,
+              help="On a CUDA device, replay encode/decode as CUDA graphs cached per shape.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Also write the rows as JSON to this file.")
-def bench(model, seconds, batch, dtypes, device, threads, repeats, with_stream, json_path):
+def bench(model, seconds, batch, dtypes, device, threads, repeats, with_stream, cuda_graphs,
+          json_path):
     """Time encode and decode: real-time factor, audio seconds per second, peak memory."""
     from . import bench as bench_module
     from . import load
@@ -327,7 +330,7 @@ def bench(model, seconds, batch, dtypes, device, threads, repeats, with_stream, 
         except AudiotokError as e:
             raise click.BadParameter(str(e), param_hint="--dtype") from None
         try:
-            codec = load(model, device=device, dtype=dtype)
+            codec = load(model, device=device, dtype=dtype, cuda_graphs=cuda_graphs)
         except (AudiotokError, OSError) as e:
             _fail(str(e))
             sys.exit(1)

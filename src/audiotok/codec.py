@@ -17,6 +17,7 @@ from .audio import AudioItem, to_items
 from .codes import Codes
 from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
+from .nn.cuda_graphs import GraphCache
 from .nn.precision import set_precision
 
 _ANNOUNCED: set[str] = set()
@@ -32,13 +33,25 @@ class Codec:
     causal: bool = False  # True: exact streaming (stream_encoder / stream_decoder)
 
     def __init__(self, model: nn.Module, config, *, source: str = "", device=None,
-                 dtype: torch.dtype = torch.float32):
+                 dtype: torch.dtype = torch.float32, cuda_graphs: bool = False):
         self.model = set_precision(model.to(device=device), dtype, model.float32_islands())
         self.model.eval()
         self.config = config
         self.source = source
         self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.dtype = dtype
+        # model calls by name -> their CUDA graphs (nn/cuda_graphs.py); None: eager execution
+        self.graphs: dict[str, GraphCache] | None = (
+            {} if cuda_graphs and self.device.type == "cuda" else None)
+
+    def _run(self, name: str, fn, *args: torch.Tensor) -> torch.Tensor:
+        """fn(*args), through a CUDA graph per input shape when graphs are on. `fn` must be the
+        same computation on every call with this `name` (the first one is captured)."""
+        if self.graphs is None:
+            return fn(*args)
+        if name not in self.graphs:
+            self.graphs[name] = GraphCache(fn)
+        return self.graphs[name](*args)
 
     # -- facts -------------------------------------------------------------------------------
     sample_rate: int
@@ -69,6 +82,7 @@ class Codec:
             "parameters": sum(p.numel() for p in self.model.parameters()),
             "dtype": str(self.dtype).replace("torch.", ""),
             "device": str(self.device),
+            "cuda_graphs": self.graphs is not None,
             "weights_licence": self.licence,
         }
 

@@ -40,12 +40,14 @@ def detect_family(path: Path) -> str:
 
 
 def load(name_or_path: str | os.PathLike, *, device=None, dtype: torch.dtype = torch.float32,
-         config=None, codec: str | None = None) -> Codec:
+         config=None, codec: str | None = None, cuda_graphs: bool = False) -> Codec:
     """Load a codec by name ("s2-pro", "xcodec2", "xcodec2-hf": fetched from the Hugging Face
     Hub) or from a local checkpoint file or directory.
 
     config: overrides the configuration found in the files. codec: "s2" or "xcodec2", to skip
-    detection (a checkpoint of the other codec is then an error).
+    detection (a checkpoint of the other codec is then an error). cuda_graphs: on a CUDA
+    device, replay encode/decode calls as CUDA graphs cached per input shape (no effect
+    elsewhere; see nn/cuda_graphs.py).
     """
     path, preset = resolve(name_or_path)
     family = preset.codec if preset else detect_family(path)
@@ -55,6 +57,7 @@ def load(name_or_path: str | os.PathLike, *, device=None, dtype: torch.dtype = t
         if codec != family:
             raise CheckpointError(f"{path} holds {FAMILIES[family].title} weights, not "
                                   f"{FAMILIES[codec].title} weights")
-    result = FAMILIES[family].from_checkpoint(path, config, device=device, dtype=dtype)
+    result = FAMILIES[family].from_checkpoint(path, config, device=device, dtype=dtype,
+                                              cuda_graphs=cuda_graphs)
     result.announce_licence()
     return result

@@ -26,7 +26,8 @@ class S2Codec(Codec):
     licence = LICENCE
     causal = True
     # Long inputs run through the streaming path in pieces of this many frames (exact, since the
-    # codec is causal): bounded memory, and faster than one huge pass. None: one pass.
+    # codec is causal): bounded memory, and faster than one huge pass on CPU. None: one pass,
+    # as with CUDA graphs.
     encode_chunk_frames: int | None = 32
     decode_chunk_frames: int | None = 32
 
@@ -53,8 +54,9 @@ class S2Codec(Codec):
 
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
         chunk = self.encode_chunk_frames
-        if chunk is None or audio.shape[-1] <= chunk * self.samples_per_frame:
-            return self.model.encode(audio)
+        if self.graphs is not None or chunk is None or \
+                audio.shape[-1] <= chunk * self.samples_per_frame:
+            return self._run("encode", self.model.encode, audio)
         model = stream_copy(self.model)
         with streaming(model):
             return torch.cat([model.encode(piece)
@@ -63,8 +65,8 @@ class S2Codec(Codec):
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         # causal: the padding after an item cannot reach it
         chunk = self.decode_chunk_frames
-        if chunk is None or tokens.shape[-1] <= chunk:
-            return self.model.decode(tokens)
+        if self.graphs is not None or chunk is None or tokens.shape[-1] <= chunk:
+            return self._run("decode", self.model.decode, tokens)
         spf = self.samples_per_frame
         out = torch.empty(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
         model = stream_copy(self.model)

@@ -87,8 +87,18 @@ class XCodec2Codec(Codec):
     def _encode_batch(self, items: list[AudioItem]) -> list[torch.Tensor]:
         audio, frames = self._padded(items)
         hop = self.samples_per_frame
-        lengths = None if len(set(frames)) == 1 else torch.tensor(frames, device=self.device) * hop
-        indices = self.model.encode(audio, lengths).cpu()
+        model = self.model
+        if len(set(frames)) == 1:
+            features, _ = model.features(audio)  # outside CUDA graphs: it syncs with the host
+            indices = self._run("encode", lambda a, f: model.encode(a, features=f), audio,
+                                features)
+        else:
+            lengths = torch.tensor(frames, device=self.device) * hop
+            features, mask = model.features(audio, lengths)
+            indices = self._run("encode_padded",
+                                lambda a, n, f, m: model.encode(a, n, features=f, mask=m),
+                                audio, lengths, features, mask)
+        indices = indices.cpu()
         return [indices[i : i + 1, :n] for i, n in enumerate(frames)]
 
     def _encode_windowed(self, item: AudioItem, frames: int) -> torch.Tensor:
@@ -102,8 +112,10 @@ class XCodec2Codec(Codec):
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         if not self._is_long(tokens.shape[-1]):
-            frames = None if bool((lengths == tokens.shape[-1]).all()) else lengths
-            return self.model.decode(tokens[:, 0], frames)
+            if bool((lengths == tokens.shape[-1]).all()):
+                return self._run("decode", self.model.decode, tokens[:, 0])
+            return self._run("decode_padded", self.model.decode, tokens[:, 0],
+                             lengths.to(tokens.device))
         hop = self.samples_per_frame
         out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * hop, device=tokens.device)
         for i, n in enumerate(lengths.tolist()):

@@ -285,18 +285,18 @@ class XCodec2Model(nn.Module):
                                  cfg.hop_length, cfg.sampling_rate)
 
     def encode(self, audio: torch.Tensor, lengths: torch.Tensor | None = None,
-               features: torch.Tensor | None = None) -> torch.Tensor:
+               features: torch.Tensor | None = None, mask: torch.Tensor | None = None
+               ) -> torch.Tensor:
         """Indices [B, T] for audio [B, 1, P] padded as the codec wants (P multiple of hop).
         `lengths`: padded samples per item (multiples of hop) when items differ in length.
-        `features`: precomputed semantic features for this audio (a window of a longer
-        signal uses the slice of the whole signal's features)."""
+        `features`, `mask`: this audio's semantic features and, with lengths, their valid-frame
+        mask, computed beforehand (a window of a longer signal uses the slice of the whole
+        signal's features)."""
         hop = self.config.hop_length
         if features is None:
-            feats, mask = self.features(audio, lengths)
-        else:
-            feats, mask = features, None
+            features, mask = self.features(audio, lengths)
         frames = None if lengths is None else lengths // hop
-        semantic = self.semantic_encoder(feats.to(param_dtype(self.semantic_encoder)),
+        semantic = self.semantic_encoder(features.to(param_dtype(self.semantic_encoder)),
                                          None if lengths is None else mask)
         semantic = self.semantic_adapter(semantic.transpose(1, 2), frames)
         acoustic = self.acoustic_encoder(audio, lengths)

@@ -1,0 +1,83 @@
+"""CUDA graphs of whole encode/decode calls, one per input shape.
+
+On a GPU, a small batch spends most of its time launching hundreds of small kernels. A CUDA graph
+records the kernels of one call and replays them with one launch. The kernels depend on the
+input shapes, so a graph is captured per (batch, frames) shape and cached, the least recently
+used dropped beyond `max_graphs` (each holds its own activation memory). A shape whose capture
+fails (an operation that waits for the host, say) runs eagerly from then on and is not retried;
+so does one whose replay does not reproduce the eager result.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+
+import torch
+
+Replay = Callable[..., torch.Tensor]
+
+
+def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.is_floating_point():
+        return bool(torch.allclose(a, b, rtol=1e-5, atol=1e-6))
+    return bool(torch.equal(a, b))
+
+
+def capture_cuda(fn: Callable[..., torch.Tensor], args: tuple[torch.Tensor, ...]) -> Replay:
+    """Capture fn(*args) as a CUDA graph; returns replay(*new_args) -> a fresh output tensor.
+
+    Warms up on a side stream first (allocations and library autotuning stay out of the graph),
+    then checks that one replay gives the eager result."""
+    static = tuple(a.clone() for a in args)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn(*static)
+        expected = fn(*static).clone()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn(*static)
+
+    def replay(*new: torch.Tensor) -> torch.Tensor:
+        for s, a in zip(static, new, strict=True):
+            s.copy_(a)
+        graph.replay()
+        return out.clone()
+
+    if not _same(replay(*args), expected):
+        raise RuntimeError("the graph's replay differs from eager execution")
+    return replay
+
+
+class GraphCache:
+    """fn(*tensors) through cached CUDA graphs, keyed by the inputs' shapes and dtypes."""
+
+    def __init__(self, fn: Callable[..., torch.Tensor], max_graphs: int = 8,
+                 capture: Callable[..., Replay] = capture_cuda):
+        self.fn = fn
+        self.max_graphs = max_graphs
+        self.capture = capture
+        self.graphs: OrderedDict[tuple, Replay] = OrderedDict()
+        self.failed: dict[tuple, str] = {}  # shape -> why it runs eagerly
+
+    def __call__(self, *args: torch.Tensor) -> torch.Tensor:
+        key = tuple((tuple(a.shape), a.dtype) for a in args)
+        if key in self.failed:
+            return self.fn(*args)
+        replay = self.graphs.get(key)
+        if replay is None:
+            try:
+                replay = self.capture(self.fn, args)
+            except Exception as e:  # any failure: this shape runs eagerly, as without graphs
+                self.failed[key] = f"{type(e).__name__}: {e}"
+                return self.fn(*args)
+            self.graphs[key] = replay
+            if len(self.graphs) > self.max_graphs:
+                self.graphs.popitem(last=False)
+        else:
+            self.graphs.move_to_end(key)
+        return replay(*args)

@@ -1,0 +1,102 @@
+"""The CUDA graph cache: one capture per input shape, least recently used dropped, failures
+remembered and run eagerly. The capture itself needs a GPU (benchmarks/gpu.py); here a stand-in
+records what would be captured."""
+
+import pytest
+import torch
+
+from audiotok.nn.cuda_graphs import GraphCache
+
+
+class FakeCapture:
+    def __init__(self, fail_shapes=()):
+        self.captured: list[tuple] = []
+        self.fail_shapes = set(fail_shapes)
+
+    def __call__(self, fn, args):
+        shape = tuple(args[0].shape)
+        self.captured.append(shape)
+        if shape in self.fail_shapes:
+            raise RuntimeError("operation not permitted when stream is capturing")
+        return lambda *a: fn(*a) + 0  # a replay: the same function on new inputs
+
+
+def test_one_capture_per_shape_then_replays():
+    capture = FakeCapture()
+    cache = GraphCache(lambda x: x * 2, capture=capture)
+    for n in (3, 3, 5, 3, 5):
+        x = torch.arange(n, dtype=torch.float32)
+        assert torch.equal(cache(x), x * 2)
+    assert capture.captured == [(3,), (5,)]
+    assert cache.failed == {}
+
+
+def test_dtype_is_part_of_the_key():
+    capture = FakeCapture()
+    cache = GraphCache(lambda x: x + 1, capture=capture)
+    cache(torch.zeros(4))
+    cache(torch.zeros(4, dtype=torch.float64))
+    assert len(capture.captured) == 2
+
+
+def test_least_recently_used_graph_is_dropped():
+    capture = FakeCapture()
+    cache = GraphCache(lambda x: x, max_graphs=2, capture=capture)
+    for n in (1, 2, 1, 3, 1, 2):  # 2 is dropped when 3 arrives (1 was used more recently)
+        cache(torch.zeros(n))
+    assert capture.captured == [(1,), (2,), (3,), (2,)]
+    assert [k[0][0] for k in cache.graphs] == [(1,), (2,)]
+
+
+def test_failed_capture_runs_eagerly_and_is_not_retried():
+    capture = FakeCapture(fail_shapes={(7,)})
+    calls = []
+
+    def fn(x):
+        calls.append(x.shape[0])
+        return x - 1
+
+    cache = GraphCache(fn, capture=capture)
+    for _ in range(3):
+        assert torch.equal(cache(torch.ones(7)), torch.zeros(7))
+    assert capture.captured == [(7,)]
+    assert calls == [7, 7, 7]  # eager each time
+    assert "stream is capturing" in next(iter(cache.failed.values()))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_capture_matches_eager():
+    from audiotok.nn.cuda_graphs import capture_cuda
+
+    layer = torch.nn.Linear(16, 16).cuda()
+    with torch.inference_mode():
+        x = torch.randn(4, 16, device="cuda")
+        replay = capture_cuda(layer, (x,))
+        y = torch.randn(4, 16, device="cuda")
+        torch.testing.assert_close(replay(y), layer(y))
+
+
+@pytest.mark.parametrize("codec_name, golden_name, signals, kinds", [
+    ("s2_codec", "s2_golden", ["audio_132377"], ["decode", "encode"]),
+    ("xc_codec", "xc_golden", ["n49120_waveform"], ["decode", "encode"]),
+    ("xc_codec", "xc_golden", ["n49120_waveform", "n8000_waveform"],
+     ["decode_padded", "encode_padded"]),
+])
+def test_codec_routes_calls_through_graphs(monkeypatch, request, codec_name, golden_name,
+                                           signals, kinds):
+    """With graphs on, whole encode/decode calls go through one cache per call kind (CPU here,
+    with the stand-in capture), giving the same tokens and audio as without."""
+    import audiotok.codec
+
+    codec, golden = request.getfixturevalue(codec_name), request.getfixturevalue(golden_name)
+    capture = FakeCapture()
+    monkeypatch.setattr(audiotok.codec, "GraphCache", lambda fn: GraphCache(fn, capture=capture))
+    waves = [golden[k] for k in signals]
+    eager_codes = codec.encode(waves)
+    eager_audio = codec.decode(eager_codes)
+    monkeypatch.setattr(codec, "graphs", {})
+    codes = codec.encode(waves)
+    assert torch.equal(codes.tokens, eager_codes.tokens)
+    torch.testing.assert_close(codec.decode(codes), eager_audio, rtol=0, atol=1e-5)
+    assert sorted(codec.graphs) == kinds
+    assert len(capture.captured) == 2
