@@ -353,8 +353,9 @@ TOKENIZE_STOPPED = 101  # exit status: the run could not start or stopped
               help="Output folder: Parquet shards, manifest.json, errors.jsonl.")
 @click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
               help="local: this machine; ray: Ray Data (a local instance, or --ray-address).")
-@click.option("--batch-seconds", type=click.FloatRange(min=0, min_open=True), default=60.0,
-              show_default=True, help="Audio per encode batch (items of similar length).")
+@click.option("--batch-seconds", type=click.FloatRange(min=0), default=None,
+              help="Audio per encode batch (items of similar length); 0: one item per batch. "
+                   "Default: 60 on a GPU, 0 on the CPU.")
 @click.option("--workers", type=click.IntRange(min=0), default=None,
               help="local: reader processes (0: read in the main process; default half the "
                    "CPUs, 1 to 8). ray: model actors (default 1).")

@@ -136,11 +136,30 @@ def test_bad_manifests(tmp_path, s2_codec, text, message):
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+@pytest.mark.parametrize("model", [S2_MODEL, XC_MODEL], ids=["s2", "xcodec2"])
+def test_cpu_default_is_one_item_per_batch(corpus, tmp_path, model):
+    """On the CPU, items are encoded one at a time by default (batch_seconds 0): the same rows
+    as batched encoding, in item order."""
+    codec = audiotok.load(model)
+    tokenize(corpus, codec, tmp_path / "one", shard_items=4, workers=0, progress=False)
+    tokenize(corpus, codec, tmp_path / "batched", batch_seconds=3.0, shard_items=4, workers=0,
+             progress=False)
+    one, batched = read_output(tmp_path / "one"), read_output(tmp_path / "batched")
+    assert one["metas"][0]["settings"]["batch_seconds"] == 0.0
+    assert sorted(one["rows"]) == sorted(batched["rows"])
+    for item_id, r in one["rows"].items():
+        assert r["tokens"] == batched["rows"][item_id]["tokens"], item_id
+    # continuing without --batch-seconds keeps the earlier run's batches (no settings clash)
+    s = tokenize(corpus, codec, tmp_path / "batched", shard_items=4, workers=0, progress=False)
+    assert s.complete and s.tokenized == 0
+    assert read_output(tmp_path / "batched")["manifest"]["settings"]["batch_seconds"] == 3.0
+
+
 def test_bad_arguments(corpus, tmp_path, s2_codec):
     with pytest.raises(AudiotokError, match="engine"):
         tokenize(corpus, s2_codec, tmp_path / "o", engine="spark")
-    with pytest.raises(AudiotokError, match="batch_seconds"):
-        tokenize(corpus, s2_codec, tmp_path / "o", batch_seconds=0)
+    with pytest.raises(AudiotokError, match="batch_seconds must not be negative"):
+        tokenize(corpus, s2_codec, tmp_path / "o", batch_seconds=-1)
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "notes.txt").write_text("mine")
     with pytest.raises(AudiotokError, match="not empty and not a tokenize output"):

@@ -125,7 +125,8 @@ def encode_batch(codec, batch: list[Decoded]) -> tuple[list[Row], list[Failure]]
 
 def encode_decoded(codec, decoded: list[Decoded], batch_seconds: float
                    ) -> tuple[list[Row], list[Failure]]:
-    """Bucket by length into batches of about `batch_seconds` of audio and encode each."""
+    """Bucket by length into batches of about `batch_seconds` of audio (0: one item per batch)
+    and encode each."""
     rows: list[Row] = []
     failures: list[Failure] = []
     lengths = [d.samples.size for d in decoded]

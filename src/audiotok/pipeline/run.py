@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 from tqdm import tqdm
@@ -16,7 +18,7 @@ from ..codec import Codec
 from ..errors import AudiotokError
 from ..nn.precision import parse_dtype
 from .batching import ReadSettings, Row
-from .shards import FORMAT, FORMAT_VERSION, OutputDir, token_type
+from .shards import FORMAT, FORMAT_VERSION, MANIFEST, OutputDir, token_type
 from .sources import Item, Source, open_source
 
 ENGINES = ("local", "ray")
@@ -108,8 +110,24 @@ def model_checksum(codec: Codec) -> str:
     return h.hexdigest()
 
 
+def default_batch_seconds(device: torch.device) -> float:
+    """60 s of audio per batch on a GPU; one item per batch (0) on the CPU, where batching gains
+    nothing and padded items cost compute (X-Codec2 also masks): measured 1.7x faster there."""
+    return 0.0 if device.type == "cpu" else 60.0
+
+
+def earlier_settings(out: str | os.PathLike) -> dict:
+    """The settings an earlier run recorded in `out` (empty if none or unreadable)."""
+    try:
+        settings = json.loads((Path(out) / MANIFEST).read_text()).get("settings")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return settings if isinstance(settings, dict) else {}
+
+
 def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: str | os.PathLike,
-             *, engine: str = "local", batch_seconds: float = 60.0, workers: int | None = None,
+             *, engine: str = "local", batch_seconds: float | None = None,
+             workers: int | None = None,
              device: str | torch.device | None = None, dtype: torch.dtype | str = torch.float32,
              shard_items: int = 1000, min_seconds: float = 0.0, npy: bool = False,
              overwrite: bool = False, ray_address: str | None = None,
@@ -118,12 +136,14 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
 
     source: a folder of audio files, a JSONL/CSV manifest (`path`, optional `id`, `text`), or a
     `datasets` folder (save_to_disk) with one Audio column. model: a name or path for
-    `audiotok.load`, or a loaded Codec (local engine). Bad items are listed in errors.jsonl.
+    `audiotok.load`, or a loaded Codec (local engine). batch_seconds: audio per encode batch,
+    0 for one item per batch; default 60 on a GPU, 0 on the CPU. Bad items are listed in
+    errors.jsonl.
     """
     if engine not in ENGINES:
         raise AudiotokError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
-    if not batch_seconds > 0:
-        raise AudiotokError(f"batch_seconds must be positive, got {batch_seconds}")
+    if batch_seconds is not None and not batch_seconds >= 0:
+        raise AudiotokError(f"batch_seconds must not be negative, got {batch_seconds}")
     if shard_items < 1:
         raise AudiotokError(f"shard_items must be at least 1, got {shard_items}")
     if min_seconds < 0:
@@ -141,6 +161,9 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
         from ..models import load
 
         codec, spec = load(model, device=device, dtype=dtype), str(model)
+    if batch_seconds is None:  # continuing a run keeps its batches; else the device's default
+        earlier = None if overwrite else earlier_settings(out).get("batch_seconds")
+        batch_seconds = default_batch_seconds(codec.device) if earlier is None else earlier
     workers = default_workers(engine) if workers is None else workers
     if workers < 0 or (engine == "ray" and workers < 1):
         raise AudiotokError(f"workers must be at least {int(engine == 'ray')}, got {workers}")

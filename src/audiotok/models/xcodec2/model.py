@@ -98,8 +98,9 @@ class AcousticEncoder(nn.Module):
         stages = [(stem, first.stride, stem_radius, first.conv1.in_channels)]
         stages += [(b, b.stride, b.radius, b.conv1.in_channels) for b in self.block[1:]]
         for fn, stride, radius, channels in stages:
-            x = map_windows(fn, x, lengths, stride=stride, radius=radius,
-                            window=self.window_elements // channels)
+            # about window_elements values per tensor, but at least 8 halos of output
+            window = max(self.window_elements // (channels * x.shape[0]), 8 * radius)
+            x = map_windows(fn, x, lengths, stride=stride, radius=radius, window=window)
             lengths = None if lengths is None else lengths // stride
         return self.conv2(zero_tail(self.snake1(x, lengths), lengths))
 
