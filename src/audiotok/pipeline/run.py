@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import torch
 from tqdm import tqdm
@@ -18,7 +16,7 @@ from ..codec import Codec
 from ..errors import AudiotokError
 from ..nn.precision import parse_dtype
 from .batching import ReadSettings, Row
-from .shards import FORMAT, FORMAT_VERSION, MANIFEST, OutputDir, token_type
+from .shards import FORMAT, FORMAT_VERSION, OutputDir, recorded_settings, token_type
 from .sources import Item, Source, open_source
 
 ENGINES = ("local", "ray")
@@ -117,15 +115,6 @@ def default_batch_seconds(device: torch.device) -> float:
     return 0.0 if device.type == "cpu" else 60.0
 
 
-def earlier_settings(out: str | os.PathLike) -> dict:
-    """The settings an earlier run recorded in `out` (empty if none or unreadable)."""
-    try:
-        settings = json.loads((Path(out) / MANIFEST).read_text()).get("settings")
-    except (OSError, ValueError, AttributeError):
-        return {}
-    return settings if isinstance(settings, dict) else {}
-
-
 def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: str | os.PathLike,
              *, engine: str = "local", batch_seconds: float | None = None,
              workers: int | None = None,
@@ -163,7 +152,7 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
 
         codec, spec = load(model, device=device, dtype=dtype), str(model)
     if batch_seconds is None:  # continuing a run keeps its batches; else the device's default
-        earlier = None if overwrite else earlier_settings(out).get("batch_seconds")
+        earlier = None if overwrite else recorded_settings(out).get("batch_seconds")
         batch_seconds = default_batch_seconds(codec.device) if earlier is None else earlier
     workers = default_workers(engine) if workers is None else workers
     if workers < 0 or (engine == "ray" and workers < 1):

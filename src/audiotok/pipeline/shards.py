@@ -153,20 +153,13 @@ class OutputDir:
 
     # -- files ---------------------------------------------------------------------------------
     def _read_manifest(self) -> dict | None:
-        path = self.root / MANIFEST
-        if not path.exists():
+        if not (self.root / MANIFEST).exists():
             leftovers = [p.name for p in self.root.iterdir() if not p.name.startswith(".")]
             if leftovers:
                 raise OutputError(f"{self.root}: not empty and not a tokenize output (no "
                                   f"{MANIFEST}; found {', '.join(sorted(leftovers)[:5])})")
             return None
-        try:
-            manifest = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise OutputError(f"{path}: unreadable manifest ({e})") from None
-        if manifest.get("format") != FORMAT:
-            raise OutputError(f"{path}: not an audiotok tokenize manifest")
-        return manifest
+        return _load_manifest(self.root / MANIFEST)
 
     def _write_manifest(self) -> None:
         shards = [self.shards[i] for i in sorted(self.shards)]
@@ -201,6 +194,29 @@ class OutputDir:
 
     def close(self) -> None:
         self._lock.close()
+
+
+def _load_manifest(path: Path) -> dict:
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise OutputError(f"{path}: unreadable manifest ({e})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise OutputError(f"{path}: not an audiotok tokenize manifest")
+    return manifest
+
+
+def recorded_settings(root: str | os.PathLike) -> dict:
+    """The settings an earlier run recorded in the output folder `root` ({} if there is none;
+    a folder that cannot be used is reported when it is opened)."""
+    path = Path(root) / MANIFEST
+    if not path.is_file():
+        return {}
+    try:
+        settings = _load_manifest(path).get("settings")
+    except OutputError:
+        return {}
+    return settings if isinstance(settings, dict) else {}
 
 
 def _check_same(root: Path, old: dict, new: dict) -> None:
