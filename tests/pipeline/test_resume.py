@@ -1,5 +1,7 @@
 """Kill a tokenize run (SIGKILL) at random moments, rerun each time: the final dataset equals a
-clean run's, item for item, shard file for shard file."""
+clean run's, item for item, shard file for shard file. The kill takes the whole process group, or
+the main process alone (as the OOM killer or `kill -9 PID` does): its reader processes must then
+end by themselves and leave the folder free for the rerun."""
 
 import json
 import os
@@ -8,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +21,7 @@ pytest.importorskip("pyarrow")
 
 def command(corpus, out):
     return [sys.executable, "-m", "audiotok", "tokenize", str(corpus), "-m", S2_MODEL,
-            "-o", str(out), "--shard-items", "2", "--workers", "1", "--batch-seconds", "2",
+            "-o", str(out), "--shard-items", "2", "--workers", "2", "--batch-seconds", "2",
             "--threads", "1", "-q"]
 
 
@@ -29,22 +32,45 @@ def shards_done(out) -> int:
         return 0
 
 
-def run_until(cmd, out, kill_after_shards: int | None, delay: float) -> int | None:
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":  # fields: state, ppid, pgrp, ...
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def run_until(cmd, out, kill_after_shards: int | None, delay: float,
+              group: bool = True) -> int | None:
     """Run; once the manifest lists `kill_after_shards` shards (None: never), wait `delay` s and
-    SIGKILL the whole process group. The exit status, or None when killed."""
+    SIGKILL the whole process group, or the main process alone. The exit status, or None when
+    killed; then no process of the run may be left 5 s after the kill."""
     p = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE)
     while p.poll() is None:
         if kill_after_shards is not None and shards_done(out) >= kill_after_shards:
             time.sleep(delay)
-            os.killpg(p.pid, signal.SIGKILL)
+            if group:
+                os.killpg(p.pid, signal.SIGKILL)
+            else:
+                os.kill(p.pid, signal.SIGKILL)
             p.wait()
+            deadline = time.monotonic() + 5
+            while (left := group_members(p.pid)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not left, f"processes of the killed run still alive: {left}"
             return None
         time.sleep(0.01)
     return p.returncode
 
 
-def test_sigkill_and_resume(tmp_path):
+@pytest.mark.parametrize("group", [True, False], ids=["process-group", "main-process"])
+def test_sigkill_and_resume(tmp_path, group):
     big = {f"d{i % 3}/item{i:02d}.wav": (0.5 + 0.25 * (i % 7), 44100, 1) for i in range(24)}
     corpus = make_corpus(tmp_path / "corpus", good={**GOOD, **big})
     assert run_until(command(corpus, tmp_path / "clean"), tmp_path / "clean", None, 0) == 3
@@ -57,7 +83,7 @@ def test_sigkill_and_resume(tmp_path):
     targets = [0] + sorted(rng.sample(range(1, 17), 4))
     seen = []
     for target in targets:
-        status = run_until(command(corpus, out), out, target, rng.uniform(0, 0.2))
+        status = run_until(command(corpus, out), out, target, rng.uniform(0, 0.2), group)
         seen.append((target, status, shards_done(out)))
         assert status is None, seen  # killed before the end
     # no run ever loses a finished shard

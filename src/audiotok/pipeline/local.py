@@ -4,11 +4,15 @@ batches on the model's device, a background thread writes shards."""
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import multiprocessing
+import os
 import queue
+import signal
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -61,7 +65,8 @@ def decoded(items: list, settings: ReadSettings, workers: int) -> Iterator[Itera
     if workers == 0:
         yield (read_item(it, settings) for it in items)
         return
-    pool = ProcessPoolExecutor(workers, mp_context=_start_method(), initializer=_one_thread)
+    pool = ProcessPoolExecutor(workers, mp_context=_start_method(), initializer=_reader_init,
+                               initargs=(os.getpid(),))
     try:
         yield _in_order(pool, items, settings, ahead=4 * workers)
     finally:
@@ -76,10 +81,32 @@ def _start_method():
     return multiprocessing.get_context("spawn")
 
 
-def _one_thread() -> None:
-    """A reader runs torch only on small tensors; one thread also keeps a forked child out of
-    the parent's OpenMP pool."""
+def _reader_init(parent: int) -> None:
+    """Set up a reader process: it ends when `parent` (the tokenize process) dies, however that
+    dies, and runs torch on one thread (it only touches small tensors; one thread also keeps a
+    forked child out of the parent's OpenMP pool)."""
+    _die_with_parent(parent)
     torch.set_num_threads(1)
+
+
+def _die_with_parent(parent: int, poll_seconds: float = 0.5) -> None:
+    """End this process as soon as `parent` is gone. Linux: the kernel sends SIGKILL when the
+    parent dies (PR_SET_PDEATHSIG); elsewhere a daemon thread polls the parent pid. An orphan
+    would otherwise wait forever on the pool's pipes, whose write ends it holds itself."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0:  # 1: PR_SET_PDEATHSIG
+                if os.getppid() != parent:  # died before the signal was armed
+                    os._exit(1)
+                return
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(poll_seconds)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="audiotok-parent-watch", daemon=True).start()
 
 
 def _in_order(pool: ProcessPoolExecutor, items: list, settings: ReadSettings, ahead: int):

@@ -7,10 +7,12 @@ killed at any moment leaves at worst a shard file that the next run writes again
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -76,12 +78,7 @@ class OutputDir:
         if self.root.exists() and not self.root.is_dir():
             raise OutputError(f"{self.root}: exists and is not a folder")
         self.root.mkdir(parents=True, exist_ok=True)
-        self._lock = open(self.root / ".lock", "w")  # noqa: SIM115 - held until close()
-        try:
-            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._lock.close()
-            raise OutputError(f"{self.root}: another tokenize run is writing here") from None
+        self._lock = RunLock(self.root / ".lock")
         self.header = header
         old = self._read_manifest()
         if old is not None and overwrite:
@@ -193,7 +190,51 @@ class OutputDir:
             p.unlink(missing_ok=True)
 
     def close(self) -> None:
-        self._lock.close()
+        self._lock.release()
+
+
+class RunLock:
+    """The folder's writer lock, owned by this process alone.
+
+    A POSIX record lock (lockf): the kernel drops it when the process dies, however it dies, and
+    a forked child (a reader process) does not inherit it, so a helper that outlives its parent
+    can never hold a folder. Record locks do not exclude a second holder in the same process, so
+    this process's own holders are kept in a set as well. The holder's pid is written in the file
+    for the message."""
+
+    _held: set[str] = set()
+    _guard = threading.Lock()
+
+    def __init__(self, path: Path):
+        self.key = str(path.resolve())
+        with self._guard:
+            if self.key in self._held:
+                raise OutputError(f"{path.parent}: another tokenize run is writing here "
+                                  f"(in this process, pid {os.getpid()})")
+            f = open(path, "a+")  # noqa: SIM115 - held until release(); "a+" keeps the pid
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                f.seek(0)
+                holder = f.read().strip()
+                f.close()
+                if e.errno not in (errno.EACCES, errno.EAGAIN):
+                    raise OutputError(f"{path}: cannot lock: {e.strerror}") from None
+                who = f" (pid {holder})" if holder.isdigit() else ""
+                raise OutputError(f"{path.parent}: another tokenize run{who} is writing "
+                                  "here") from None
+            f.truncate(0)
+            f.write(f"{os.getpid()}\n")
+            f.flush()
+            self.file = f
+            self._held.add(self.key)
+
+    def release(self) -> None:
+        with self._guard:
+            if self.file is not None:
+                self.file.close()  # closing the descriptor drops the record lock
+                self.file = None
+                self._held.discard(self.key)
 
 
 def _load_manifest(path: Path) -> dict:
