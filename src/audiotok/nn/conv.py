@@ -6,11 +6,13 @@ transposed conv its last input frames, so pieces give the output of the whole si
 
 from __future__ import annotations
 
+import weakref
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .streaming import StreamingModule
+from .streaming import StreamingModule, keep_last, ragged_of
 
 
 class CausalConv1d(StreamingModule):
@@ -46,15 +48,23 @@ class CausalConv1d(StreamingModule):
         x = F.pad(x, (self.left_pad, right_pad))
         return self.conv(x)
 
+    def initial_state(self, batch: int, device: torch.device) -> dict:
+        w = self.conv.weight
+        return {"context": torch.zeros(batch, w.shape[1] * self.conv.groups, self.left_pad,
+                                       device=device, dtype=w.dtype)}
+
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] % self.stride:
             raise ValueError(f"streaming input of {x.shape[-1]} steps is not a multiple of the "
                              f"stride {self.stride}")
-        context = self.stream.get("context")
-        if context is None:
-            context = x.new_zeros(x.shape[0], x.shape[1], self.left_pad)
-        x = torch.cat([context, x], dim=-1)
-        self.stream["context"] = x[..., x.shape[-1] - self.left_pad :].clone()
+        if self.left_pad > 0:
+            state = self._state(x.shape[0], x.device)
+            ragged = ragged_of(state)
+            end = None if ragged is None else ragged.valid(x.shape[-1]) + self.left_pad
+            x = torch.cat([state["context"], x], dim=-1)
+            state["context"] = keep_last(x, self.left_pad, end)
+        if self.stride == 1 and self.conv.groups == 1:
+            return short_conv1d(x, self.conv.weight, self.conv.bias, self.conv.dilation[0])
         return self.conv(x)
 
 
@@ -74,13 +84,77 @@ class CausalConvTranspose1d(StreamingModule):
         y = self.conv(x)
         return y[..., : y.shape[-1] - self.trim] if self.trim else y
 
+    def initial_state(self, batch: int, device: torch.device) -> dict:
+        w = self.conv.weight
+        return {"context": torch.zeros(batch, w.shape[0], self.context_frames, device=device,
+                                       dtype=w.dtype)}
+
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
         c, n = self.context_frames, x.shape[-1]
         if c == 0:
-            return self.conv(x)
-        context = self.stream.get("context")
-        if context is None:
-            context = x.new_zeros(x.shape[0], x.shape[1], c)
-        x = torch.cat([context, x], dim=-1)
-        self.stream["context"] = x[..., n:].clone()
-        return self.conv(x)[..., c * self.stride : (c + n) * self.stride]
+            return self._polyphase(x)
+        state = self._state(x.shape[0], x.device)
+        ragged = ragged_of(state)
+        end = None if ragged is None else ragged.valid(n) + c
+        x = torch.cat([state["context"], x], dim=-1)
+        state["context"] = keep_last(x, c, end)
+        return self._polyphase(x)
+
+    def _polyphase(self, x: torch.Tensor) -> torch.Tensor:
+        """The new samples of the transposed conv over x = c context frames + n new ones, as a
+        plain conv (kernel c + 1) to stride x out_channels, phases interleaved: the same sums,
+        but oneDNN runs this on short inputs where conv_transpose falls to a slow kernel."""
+        b, _, length = x.shape
+        s, out = self.stride, self.conv.out_channels
+        y = short_conv1d(x, _polyphase_weight(self.conv.weight, s, self.context_frames))
+        y = y.reshape(b, out, s, length - self.context_frames).transpose(2, 3).reshape(b, out, -1)
+        return y if self.conv.bias is None else y + self.conv.bias[:, None]
+
+
+SHORT_CONV_STEPS = 64  # batch x output steps up to which short_conv1d uses one matrix product
+
+
+def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+                 dilation: int = 1) -> torch.Tensor:
+    """conv1d without padding. On few output steps (a streaming push at the low rates) it runs
+    as one matrix product over the stacked taps: there conv1d takes 3-4x longer (slow kernels
+    for short inputs), while the product only streams the weight once."""
+    b, cin, length = x.shape
+    cout, _, k = weight.shape
+    steps = length - (k - 1) * dilation
+    if b * steps > SHORT_CONV_STEPS or x.device.type != "cpu":
+        return F.conv1d(x, weight, bias, dilation=dilation)
+    taps = torch.stack([x[..., j * dilation : j * dilation + steps] for j in range(k)], 2)
+    taps = taps.permute(1, 2, 0, 3).reshape(cin * k, b * steps)  # (in, tap) x (row, step)
+    y = (weight.reshape(cout, cin * k) @ taps).view(cout, b, steps).transpose(0, 1)
+    return y if bias is None else y + bias[:, None]
+
+
+_POLYPHASE: dict[int, tuple] = {}  # id(weight) -> (weakref to it, its key, polyphase weight)
+
+
+def _polyphase_weight(weight: torch.Tensor, stride: int, context: int) -> torch.Tensor:
+    """ConvTranspose1d weight [in, out, K] as Conv1d weight [out * stride, in, context + 1]:
+    output phase p of a frame, tap j (input frame t - context + j), is weight[:, :, p + (context
+    - j) * stride] (zero past K). Cached per weight tensor (shared by stream copies)."""
+    try:
+        version = weight._version
+    except RuntimeError:  # an inference tensor has no version counter
+        version = -1
+    key = (version, weight.data_ptr(), weight.dtype, weight.device)
+    cached = _POLYPHASE.get(id(weight))
+    if cached is not None and cached[0]() is weight and cached[1] == key:
+        return cached[2]
+    cin, cout, k = weight.shape
+    taps = context + 1
+    w = weight.new_zeros(cin, cout, stride, taps)
+    with torch.no_grad():
+        for j in range(taps):
+            first = (context - j) * stride
+            if first < k:
+                w[:, :, : min(stride, k - first), j] = weight[:, :, first : first + stride]
+        w = w.permute(1, 2, 0, 3).reshape(cout * stride, cin, taps).contiguous()
+    if cached is None or cached[0]() is not weight:
+        weakref.finalize(weight, _POLYPHASE.pop, id(weight), None)
+    _POLYPHASE[id(weight)] = (weakref.ref(weight), key, w)
+    return w

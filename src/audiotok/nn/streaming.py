@@ -1,9 +1,16 @@
 """Streaming state carried by modules between calls.
 
 Inside `with streaming(module, ...)`, every StreamingModule below the given modules keeps what
-it needs from earlier calls (a conv's left context, a transformer's KV cache and position), so
+it needs from earlier calls (a conv's left context, a transformer's KV cache and positions), so
 feeding a signal in consecutive pieces gives the output of feeding it whole. Outside, the
 modules are stateless. The state lives in `module.stream` (a dict, None when not streaming).
+
+Every state tensor has the batch as its first dimension and a fixed size (zeros before the first
+call, as `initial_state` makes them), so the rows of many streams can be gathered into one batch
+and scattered back (server/slots.py). Rows in one call may carry different numbers of valid
+frames: the batch is right-padded to the longest, and `Ragged` tells each module where each row's
+valid input ends, so it keeps the state as of that point. Being causal, padding never reaches a
+valid output.
 """
 
 from __future__ import annotations
@@ -11,7 +18,9 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Iterator
+from dataclasses import dataclass
 
+import torch
 from torch import nn
 
 
@@ -20,11 +29,57 @@ class StreamingModule(nn.Module):
         super().__init__()
         self.stream: dict | None = None
 
+    def initial_state(self, batch: int, device: torch.device) -> dict:
+        """The state before the first call, for `batch` rows (tensors with batch first)."""
+        raise NotImplementedError
+
+    def _state(self, batch: int, device: torch.device) -> dict:
+        """The current state, made on first use."""
+        if not any(k for k in self.stream if k != "ragged"):
+            self.stream.update(self.initial_state(batch, device))
+        return self.stream
+
+
+@dataclass(frozen=True)
+class Ragged:
+    """Rows padded to `total` frames of which row b has `frames[b]` valid (frames: long [B],
+    on the model's device). A module whose input has r steps per frame reads `valid(length)`."""
+
+    frames: torch.Tensor
+    total: int
+
+    def valid(self, length: int) -> torch.Tensor:
+        """Valid steps per row of an input `length` steps long (a multiple of `total`)."""
+        return self.frames * (length // self.total)
+
+
+def ragged_of(state: dict) -> Ragged | None:
+    return state.get("ragged")
+
+
+def keep_last(x: torch.Tensor, size: int, end: torch.Tensor | None, dim: int = -1
+              ) -> torch.Tensor:
+    """The `size` steps of x along `dim` that end at `end` (per row, [B]), or at x's end when
+    `end` is None; a new tensor."""
+    length = x.shape[dim]
+    if end is None:
+        return x.narrow(dim, length - size, size).clone()
+    dim = dim % x.ndim
+    index = end[:, None] - size + torch.arange(size, device=x.device)  # [B, size]
+    shape = [x.shape[0]] + [1] * (x.ndim - 1)
+    shape[dim] = size
+    index = index.view(shape).expand(*x.shape[:dim], size, *x.shape[dim + 1:])
+    return torch.gather(x, dim, index)
+
+
+def streaming_modules(*roots: nn.Module) -> list[StreamingModule]:
+    return [m for root in roots for m in root.modules() if isinstance(m, StreamingModule)]
+
 
 @contextlib.contextmanager
 def streaming(*roots: nn.Module) -> Iterator[None]:
     """Give every StreamingModule under `roots` a fresh state; drop it on exit."""
-    modules = [m for root in roots for m in root.modules() if isinstance(m, StreamingModule)]
+    modules = streaming_modules(*roots)
     if any(m.stream is not None for m in modules):
         raise RuntimeError("these modules are already streaming; close the other stream first")
     for m in modules:

@@ -3,7 +3,8 @@
 The attention never materialises a T x T mask: queries are processed in blocks of `window`
 positions, each attending to at most the `window` keys ending at itself, so memory and time grow
 linearly with the sequence length. Streaming (see streaming.py) keeps, per layer, the keys and
-values of the last window - 1 positions, and the absolute position, which RoPE continues.
+values of the last window - 1 positions (zeros at negative positions before a stream has that
+many, masked out), and each row's absolute position, which RoPE continues.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .streaming import StreamingModule
+from .streaming import StreamingModule, keep_last, ragged_of
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class TransformerConfig:
 
 
 def rope_table(positions: torch.Tensor, head_dim: int, base: float) -> torch.Tensor:
-    """cos/sin of interleaved RoPE pairs, [T, head_dim // 2, 2], rounded to bfloat16.
+    """cos/sin of interleaved RoPE pairs, [*positions.shape, head_dim // 2, 2], rounded to
+    bfloat16.
 
     The S2 codec was trained with a bfloat16 table; reproducing that rounding is required for
     parity. Values are returned as bfloat16 and promote to float32 in the rotation.
@@ -43,15 +45,16 @@ def rope_table(positions: torch.Tensor, head_dim: int, base: float) -> torch.Ten
     half = head_dim // 2
     freqs = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=positions.device)[:half].float()
                             / head_dim))
-    angles = torch.outer(positions, freqs)
+    angles = positions[..., None].float() * freqs
     cis = torch.polar(torch.ones_like(angles), angles)
     return torch.stack([cis.real, cis.imag], dim=-1).to(torch.bfloat16)
 
 
 def apply_rope(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
-    """Rotate adjacent pairs (2i, 2i+1) of x [B, T, H, D] by the angles in table [T, D/2, 2]."""
+    """Rotate adjacent pairs (2i, 2i+1) of x [B, T, H, D] by the angles in table [T, D/2, 2]
+    (shared by the rows) or [B, T, D/2, 2] (per row)."""
     xs = x.float().reshape(*x.shape[:-1], -1, 2)
-    t = table.view(1, xs.shape[1], 1, xs.shape[3], 2)
+    t = table.view(-1, xs.shape[1], 1, xs.shape[3], 2)
     x0, x1 = xs[..., 0], xs[..., 1]
     c, s = t[..., 0], t[..., 1]
     out = torch.stack([x0 * c - x1 * s, x1 * c + x0 * s], dim=-1)
@@ -59,9 +62,12 @@ def apply_rope(x: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
 
 
 def window_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int) -> torch.Tensor:
-    """Boolean mask [Tq, Tk]: query i sees key j iff i - window < j <= i."""
-    diff = q_pos[:, None] - k_pos[None, :]
-    return (diff >= 0) & (diff < window)
+    """Boolean mask [Tq, Tk] for positions [Tq], [Tk], or [B, 1, Tq, Tk] for per-row positions
+    [B, Tq], [B, Tk]: query i sees key j iff i - window < j <= i and j >= 0 (a negative
+    position is an empty cache entry)."""
+    diff = q_pos[..., :, None] - k_pos[..., None, :]
+    mask = (diff >= 0) & (diff < window) & (k_pos[..., None, :] >= 0)
+    return mask[:, None] if mask.ndim == 3 else mask
 
 
 def windowed_attention(
@@ -70,8 +76,8 @@ def windowed_attention(
 ) -> torch.Tensor:
     """Causal attention limited to the last `window` keys, q [B, H, Tq, D], k/v [B, H, Tk, D].
 
-    Key positions k_pos must be increasing and end at q_pos[-1] (self-attention, possibly with a
-    cached prefix of keys).
+    Positions are [T] or per row [B, T]. Key positions must be increasing and end at the last
+    query's (self-attention, possibly with a cached prefix of keys).
     """
     tq, tk = q.shape[2], k.shape[2]
     if tq <= window:
@@ -83,7 +89,7 @@ def windowed_attention(
         stop = min(start + window, tq)
         k_start = max(0, offset + start - window + 1)
         k_stop = offset + stop
-        mask = window_mask(q_pos[start:stop], k_pos[k_start:k_stop], window)
+        mask = window_mask(q_pos[..., start:stop], k_pos[..., k_start:k_stop], window)
         blocks.append(F.scaled_dot_product_attention(
             q[:, :, start:stop], k[:, :, k_start:k_stop], v[:, :, k_start:k_stop], attn_mask=mask,
         ))
@@ -136,9 +142,9 @@ class Attention(nn.Module):
         self.wo = nn.Linear(q_size, cfg.dim, bias=False)
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor,
-                cache: dict | None = None) -> torch.Tensor:
-        """cache: this layer's streaming state (keys/values of the previous window - 1
-        positions, updated in place), or None offline."""
+                cache: dict | None = None, end: torch.Tensor | None = None) -> torch.Tensor:
+        """cache: this layer's streaming state (keys/values of the window - 1 positions before
+        `pos`, replaced by those before each row's `end` frames), or None offline."""
         cfg = self.cfg
         b, t, _ = x.shape
         q, k, v = self.wqkv(x).split(self.split, dim=-1)
@@ -147,14 +153,12 @@ class Attention(nn.Module):
         v = v.view(b, t, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
         k_pos = pos
         if cache is not None:
-            if "k" in cache:
-                k = torch.cat([cache["k"], k], dim=2)
-                v = torch.cat([cache["v"], v], dim=2)
-                k_pos = torch.arange(int(pos[-1]) + 1 - k.shape[2], int(pos[-1]) + 1,
-                                     device=pos.device)
-            keep = min(cfg.window - 1, k.shape[2])
-            cache["k"], cache["v"] = (k[:, :, k.shape[2] - keep :].clone(),
-                                      v[:, :, v.shape[2] - keep :].clone())
+            keep = cfg.window - 1
+            k = torch.cat([cache["k"], k], dim=2)
+            v = torch.cat([cache["v"], v], dim=2)
+            k_pos = pos[:, :1] + torch.arange(-keep, t, device=pos.device)
+            stop = None if end is None else end + keep
+            cache["k"], cache["v"] = keep_last(k, keep, stop, 2), keep_last(v, keep, stop, 2)
         if cfg.kv_heads != cfg.n_head:
             k = k.repeat_interleave(cfg.n_head // cfg.kv_heads, dim=1)
             v = v.repeat_interleave(cfg.n_head // cfg.kv_heads, dim=1)
@@ -173,9 +177,9 @@ class TransformerBlock(nn.Module):
         self.ffn_layer_scale = LayerScale(cfg.dim)
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor,
-                cache: dict | None = None) -> torch.Tensor:
+                cache: dict | None = None, end: torch.Tensor | None = None) -> torch.Tensor:
         h = x + self.attention_layer_scale(
-            self.attention(self.attention_norm(x), rope, pos, cache))
+            self.attention(self.attention_norm(x), rope, pos, cache, end))
         return h + self.ffn_layer_scale(self.feed_forward(self.ffn_norm(h)))
 
 
@@ -191,15 +195,29 @@ class WindowedTransformer(StreamingModule):
         self.layers = nn.ModuleList(TransformerBlock(cfg) for _ in range(cfg.n_layer))
         self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
 
+    def initial_state(self, batch: int, device: torch.device) -> dict:
+        cfg, w = self.cfg, self.layers[0].attention.wqkv.weight
+        shape = (batch, cfg.kv_heads, cfg.window - 1, cfg.head_dim)
+        return {"position": torch.zeros(batch, dtype=torch.long, device=device),
+                "layers": [{"k": torch.zeros(shape, device=device, dtype=w.dtype),
+                            "v": torch.zeros(shape, device=device, dtype=w.dtype)}
+                           for _ in self.layers]}
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.transpose(1, 2)
-        start = 0 if self.stream is None else self.stream.get("position", 0)
-        pos = torch.arange(start, start + x.shape[1], device=x.device)
+        b, t = x.shape[:2]
+        steps = torch.arange(t, device=x.device)
+        caches, end = [None] * len(self.layers), None
+        if self.stream is None:
+            pos = steps
+        else:
+            state = self._state(b, x.device)
+            ragged = ragged_of(state)
+            end = None if ragged is None else ragged.valid(t)
+            pos = state["position"][:, None] + steps  # [B, t]
+            state["position"] = state["position"] + (t if end is None else end)
+            caches = state["layers"]
         rope = rope_table(pos, self.cfg.head_dim, self.cfg.rope_base)
-        caches = [None] * len(self.layers)
-        if self.stream is not None:
-            caches = self.stream.setdefault("layers", [{} for _ in self.layers])
-            self.stream["position"] = start + x.shape[1]
         for layer, cache in zip(self.layers, caches, strict=True):
-            x = layer(x, rope, pos, cache)
+            x = layer(x, rope, pos, cache, end)
         return self.norm(x).transpose(1, 2)

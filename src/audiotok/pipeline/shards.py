@@ -79,6 +79,13 @@ class OutputDir:
             raise OutputError(f"{self.root}: exists and is not a folder")
         self.root.mkdir(parents=True, exist_ok=True)
         self._lock = RunLock(self.root / ".lock")
+        try:
+            self._open(header, overwrite)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def _open(self, header: dict, overwrite: bool) -> None:
         self.header = header
         old = self._read_manifest()
         if old is not None and overwrite:
@@ -204,6 +211,7 @@ class RunLock:
 
     _held: set[str] = set()
     _guard = threading.Lock()
+    file = None
 
     def __init__(self, path: Path):
         self.key = str(path.resolve())
@@ -228,6 +236,9 @@ class RunLock:
             f.flush()
             self.file = f
             self._held.add(self.key)
+
+    def __del__(self):
+        self.release()
 
     def release(self) -> None:
         with self._guard:

@@ -169,6 +169,13 @@ class S2Model(nn.Module):
         """Audio [B, 1, T * samples_per_frame] for in-range codes [B, K, T]."""
         return self.decoder(self.quantizer.decode(codes))
 
+    def stream_roots(self, kind: str) -> list[nn.Module]:
+        """The modules that hold streaming state on the encode or decode path."""
+        q = self.quantizer
+        if kind == "encode":
+            return [self.encoder, q.downsample, q.pre_module]
+        return [q.post_module, q.upsample, self.decoder]
+
     def float32_islands(self) -> list[nn.Module]:
         """Modules kept in float32 under reduced precision (see nn/precision.py)."""
         q = self.quantizer

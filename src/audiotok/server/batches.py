@@ -1,0 +1,167 @@
+"""How one engine step runs a batch of streams of one kind, and how offline requests batch.
+
+Each runner has three parts: `ready(stream)` (work waiting), `gather(stream)` (take that work
+out of the stream, under the engine's lock) and `run(streams, work)` (the model call, outside
+the lock; one output per stream, or None where a stream has nothing to output yet).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..codes import Codes
+from .slots import SlotTable
+from .streams import DecodeStream, EncodeStream
+
+
+@dataclass(frozen=True)
+class WindowSettings:
+    """Windowed re-decoding of a non-causal codec's stream (X-Codec2): each step decodes
+    `left` frames already output (context), `chunk` new frames (output) and `lookahead`
+    frames after them (context), and outputs the chunk. Output length is exact: every frame's
+    samples are output once. Defaults: README, Serving (measured on X-Codec2)."""
+
+    left: int = 50
+    chunk: int = 25
+    lookahead: int = 10
+
+    def __post_init__(self):
+        if self.left < 0 or self.chunk < 1 or self.lookahead < 0:
+            raise ValueError(f"window frames must be left >= 0, chunk >= 1, lookahead >= 0; "
+                             f"got {self.left}, {self.chunk}, {self.lookahead}")
+
+
+class CausalDecode:
+    """S2 decode streams in batch slots: every frame decoded once, exactly."""
+
+    def __init__(self, codec, capacity: int, max_frames: int):
+        self.codec = codec
+        self.max_frames = max_frames
+        self.table = SlotTable(codec.model, lambda m: m.stream_roots("decode"), capacity,
+                               codec.device)
+
+    def ready(self, s: DecodeStream) -> bool:
+        return s.held > 0
+
+    def gather(self, s: DecodeStream) -> torch.Tensor:
+        return s.take(min(s.held, self.max_frames))
+
+    def run(self, streams: list[DecodeStream], work: list[torch.Tensor]) -> list[np.ndarray]:
+        frames = [w.shape[1] for w in work]
+        total = max(frames)
+        tokens = torch.zeros(len(work), self.codec.num_codebooks, total, dtype=torch.long)
+        for i, w in enumerate(work):
+            tokens[i, :, : w.shape[1]] = w
+        with torch.inference_mode(), \
+                self.table.step([s.slot for s in streams], frames, total) as model:
+            audio = model.decode(tokens.to(self.codec.device)).float().cpu().numpy()
+        spf = self.codec.samples_per_frame
+        return [audio[i, 0, : n * spf] for i, n in enumerate(frames)]
+
+
+class CausalEncode:
+    """S2 encode streams in batch slots: tokens as each frame's samples are complete."""
+
+    def __init__(self, codec, capacity: int, max_frames: int):
+        self.codec = codec
+        self.max_frames = max_frames
+        self.table = SlotTable(codec.model, lambda m: m.stream_roots("encode"), capacity,
+                               codec.device)
+
+    def ready(self, s: EncodeStream) -> bool:
+        return s.frames_ready() > 0 or (s.state == "finishing" and s.held > 0)
+
+    def gather(self, s: EncodeStream) -> np.ndarray:
+        n = s.frames_ready()
+        if n > 0:
+            return s.take(min(n, self.max_frames))
+        spf = self.codec.samples_per_frame  # finishing: the last partial frame, zero-padded
+        tail = np.concatenate(list(s.pending))
+        s.pending.clear()
+        s.held = 0
+        return np.pad(tail, (0, spf - tail.shape[0]))
+
+    def run(self, streams: list[EncodeStream], work: list[np.ndarray]) -> list[np.ndarray]:
+        spf = self.codec.samples_per_frame
+        frames = [w.shape[0] // spf for w in work]
+        total = max(frames)
+        audio = torch.zeros(len(work), 1, total * spf)
+        for i, w in enumerate(work):
+            audio[i, 0, : w.shape[0]] = torch.from_numpy(w)
+        with torch.inference_mode(), \
+                self.table.step([s.slot for s in streams], frames, total) as model:
+            tokens = model.encode(audio.to(self.codec.device)).cpu().numpy()
+        return [tokens[i, :, :n] for i, n in enumerate(frames)]
+
+
+class WindowedDecode:
+    """Decode streams of a non-causal codec: windows re-decoded with context (WindowSettings),
+    padded windows of several streams in one batch (padding never changes an item: the codec
+    masks it)."""
+
+    def __init__(self, codec, window: WindowSettings):
+        self.codec = codec
+        self.window = window
+
+    def _available(self, s: DecodeStream) -> int:
+        return s.history_start + s.history.shape[1] + s.held
+
+    def ready(self, s: DecodeStream) -> bool:
+        new = self._available(s) - s.emitted
+        w = self.window
+        return new >= w.chunk + w.lookahead or (s.state == "finishing" and new > 0)
+
+    def gather(self, s: DecodeStream) -> tuple[torch.Tensor, int, int]:
+        """(window tokens [K, n], offset of the first output frame in it, frames to output)."""
+        if s.held:
+            s.history = torch.cat([s.history, s.take(s.held)], 1)
+        w = self.window
+        avail = s.history_start + s.history.shape[1]
+        emit = min(w.chunk, avail - s.emitted)
+        start = max(0, s.emitted - w.left)
+        stop = min(avail, s.emitted + emit + w.lookahead)
+        tokens = s.history[:, start - s.history_start : stop - s.history_start]
+        offset = s.emitted - start
+        s.emitted += emit
+        keep_from = max(0, s.emitted - w.left)  # what the next window can still need
+        s.history = s.history[:, keep_from - s.history_start:]
+        s.history_start = keep_from
+        return tokens, offset, emit
+
+    def run(self, streams: list[DecodeStream], work: list[tuple]) -> list[np.ndarray]:
+        codec = self.codec
+        lengths = [t.shape[1] for t, _, _ in work]
+        tokens = torch.zeros(len(work), codec.num_codebooks, max(lengths), dtype=torch.long)
+        for i, (t, _, _) in enumerate(work):
+            tokens[i, :, : t.shape[1]] = t
+        codes = Codes(tokens, torch.tensor(lengths), codec=codec.name,
+                      sample_rate=codec.sample_rate, samples_per_frame=codec.samples_per_frame)
+        audio = codec.decode(codes).numpy()
+        spf = codec.samples_per_frame
+        return [audio[i, 0, offset * spf : (offset + emit) * spf]
+                for i, (_, offset, emit) in enumerate(work)]
+
+
+def run_offline(codec, kind: str, payloads: list) -> list[np.ndarray]:
+    """One padded batch of whole requests (per-item results equal one-at-a-time calls).
+    encode: audio float32 [n] at the codec's rate -> tokens int64 [K, T];
+    decode: (tokens [K, T], num_samples or None) -> audio float32 [N]."""
+    if kind == "encode":
+        codes = codec.encode([torch.from_numpy(a) for a in payloads], codec.sample_rate)
+        tokens = codes.tokens.numpy()
+        return [tokens[i, :, :n] for i, n in enumerate(codes.lengths.tolist())]
+    lengths = [t.shape[1] for t, _ in payloads]
+    tokens = torch.zeros(len(payloads), codec.num_codebooks, max(lengths), dtype=torch.long)
+    for i, (t, _) in enumerate(payloads):
+        tokens[i, :, : t.shape[1]] = t
+    spf = codec.samples_per_frame
+    num_samples = torch.tensor([n * spf if ns is None else ns
+                                for n, (_, ns) in zip(lengths, payloads, strict=True)])
+    audio = codec.decode(Codes(tokens, torch.tensor(lengths), codec=codec.name,
+                               sample_rate=codec.sample_rate, samples_per_frame=spf,
+                               num_samples=num_samples)).numpy()
+    n_out = codec.audio_lengths(torch.tensor(lengths), num_samples).tolist()
+    return [audio[i, 0, :n] for i, n in enumerate(n_out)]

@@ -1,0 +1,456 @@
+"""The serving engine: loaded codecs, one worker thread that runs every model call, many
+concurrent streams batched step by step, and offline requests batched in short windows.
+
+    engine = Engine({"s2": audiotok.load("s2-pro")}, EngineSettings(max_streams=64))
+    with engine.open_decode_stream("s2") as s:       # streams.py: push, read, finish
+        s.push(tokens); pcm = s.read()
+    tokens = engine.encode("s2", audio).result()     # offline: concurrent.futures.Future
+    tokens = await engine.aencode("s2", audio)       # the same from asyncio
+    engine.close()                                    # drain, then stop the worker
+
+Each step runs, for every model and stream kind, one batch of the streams that have work: new
+streams first (first audio), then those whose real-time playback would run dry soonest; at most
+`max_batch` streams, each with at most `max_step_frames` frames. Between stream steps, at most
+one batch of offline requests per model runs once its collection window (`batch_wait_ms`) has
+passed, so neither starves the other. Admission is bounded everywhere: open streams
+(`max_streams`), queued offline requests, and each stream's input and unread output
+(`max_backlog_seconds`); beyond a bound the caller gets EngineBusy at once. No web code here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from collections import Counter, deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..codec import Codec
+from ..errors import AudioError, AudiotokError
+from .batches import CausalDecode, CausalEncode, WindowedDecode, WindowSettings, run_offline
+from .streams import (
+    _END,
+    DecodeStream,
+    EncodeStream,
+    EngineBusy,
+    EngineError,
+    Stream,
+    StreamClosed,
+    check_audio_chunk,
+    check_token_chunk,
+)
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    max_streams: int = 64  # open streams per model (batch slots)
+    max_batch: int = 16  # streams per step
+    max_step_frames: int = 8  # frames one stream contributes to a step
+    max_backlog_seconds: float = 60.0  # a stream's waiting input, or unread output, at most
+    max_queued_requests: int = 256  # offline requests waiting, per model
+    batch_wait_ms: float = 2.0  # offline requests arriving within this window run together
+    max_offline_batch: int = 16  # offline requests per batch
+    max_offline_batch_seconds: float = 120.0  # audio per offline batch
+    max_request_seconds: float = 600.0  # one offline request's audio
+    window: WindowSettings = field(default_factory=WindowSettings)  # non-causal streams
+
+    def __post_init__(self):
+        for name in ("max_streams", "max_batch", "max_step_frames", "max_queued_requests",
+                     "max_offline_batch"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        for name in ("max_backlog_seconds", "max_offline_batch_seconds",
+                     "max_request_seconds"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.batch_wait_ms < 0:
+            raise ValueError(f"batch_wait_ms must not be negative, got {self.batch_wait_ms}")
+
+
+@dataclass
+class EngineStats:
+    """Counters since the engine started (the server exports them as metrics)."""
+
+    steps: Counter = field(default_factory=Counter)  # (model, kind) -> steps
+    step_seconds: Counter = field(default_factory=Counter)  # (model, kind) -> seconds
+    batch_sizes: Counter = field(default_factory=Counter)  # streams or requests per batch
+    first_audio: deque = field(default_factory=lambda: deque(maxlen=4096))  # seconds
+    audio_seconds: Counter = field(default_factory=Counter)  # model -> seconds produced
+    errors: Counter = field(default_factory=Counter)  # kind -> count
+
+
+@dataclass
+class _Request:
+    kind: str  # "encode" | "decode"
+    payload: object
+    seconds: float  # audio it stands for
+    future: Future
+    arrived: float
+
+
+class Served:
+    """One loaded model and everything the engine keeps for it."""
+
+    def __init__(self, name: str, codec: Codec, settings: EngineSettings):
+        self.name = name
+        self.codec = codec
+        self.streams: list[Stream] = []
+        self.requests: deque[_Request] = deque()
+        if codec.causal:
+            self.runners = {
+                "decode": CausalDecode(codec, settings.max_streams, settings.max_step_frames),
+                "encode": CausalEncode(codec, settings.max_streams, settings.max_step_frames)}
+        else:
+            self.runners = {"decode": WindowedDecode(codec, settings.window)}
+
+
+class Engine:
+    """See the module docstring. `start=False` leaves the worker off: the caller drives it with
+    `step()` (tests use this for exact schedules)."""
+
+    def __init__(self, models: dict[str, Codec], settings: EngineSettings | None = None, *,
+                 start: bool = True):
+        if not models:
+            raise ValueError("an engine needs at least one model")
+        self.settings = settings or EngineSettings()
+        self.models = {name: Served(name, c, self.settings) for name, c in models.items()}
+        self.stats = EngineStats()
+        self.cond = threading.Condition()
+        self.accepting = True
+        self.stopping = False
+        self._ids = itertools.count(1)
+        self.worker: threading.Thread | None = None
+        if start:
+            self.worker = threading.Thread(target=self._loop, name="audiotok-engine",
+                                           daemon=True)
+            self.worker.start()
+
+    # -- streams -------------------------------------------------------------------------------
+    def open_decode_stream(self, model: str, *, clamp: bool = False) -> DecodeStream:
+        """A new decode stream (tokens in, audio out); EngineBusy when `max_streams` are open."""
+        return self._open(DecodeStream, model, clamp)
+
+    def open_encode_stream(self, model: str) -> EncodeStream:
+        """A new encode stream (audio in, tokens out); causal codecs only."""
+        served = self._served(model)
+        if "encode" not in served.runners:
+            raise EngineError(f"model {model!r} ({served.codec.title}) is not causal, so it "
+                              "cannot encode a stream; send the whole audio to encode")
+        return self._open(EncodeStream, model, False)
+
+    def _open(self, cls, model: str, clamp: bool) -> Stream:
+        served = self._served(model)
+        with self.cond:
+            self._check_accepting()
+            s = cls(self, served, clamp=clamp)
+            runner = served.runners[s.kind]
+            if len(served.streams) >= self.settings.max_streams:
+                raise EngineBusy(f"model {model!r} has {len(served.streams)} open streams "
+                                 f"(max_streams {self.settings.max_streams}); try again later")
+            if hasattr(runner, "table"):
+                s.slot = runner.table.acquire()
+                if s.slot is None:  # slots of aborted streams not yet reset
+                    raise EngineBusy(f"model {model!r}: no free {s.kind} slot; try again later")
+            served.streams.append(s)
+        return s
+
+    def _push(self, s: Stream, chunk, units: int) -> None:
+        with self.cond:
+            s._accept(units)
+            if units == 0:
+                return
+            s.pending.append(chunk)
+            s.held += units
+            s.frames_in += units if s.unit == "frame" else 0
+            self.cond.notify_all()
+
+    def _finish(self, s: Stream) -> None:
+        with self.cond:
+            if s.state == "open":
+                s.state = "finishing"
+                self.cond.notify_all()
+
+    def _abort(self, s: Stream, error: BaseException | None) -> None:
+        with self.cond:
+            if not s.active:
+                return
+            s.state = "aborted" if error is None else "failed"
+            s.error = error
+            s.pending.clear()
+            s.held = 0
+            s.outbox.put(_END if error is None else error)
+            if error is not None:
+                self.stats.errors[type(error).__name__] += 1
+            self.cond.notify_all()  # the worker frees the slot (it may be mid-step on it)
+
+    # -- offline requests ----------------------------------------------------------------------
+    def encode(self, model: str, audio) -> Future:
+        """Future of tokens int64 [K, T] for mono float audio [n] at the codec's rate."""
+        served = self._served(model)
+        x = check_audio_chunk(audio)
+        if x.size == 0:
+            raise AudioError("empty audio")
+        seconds = x.size / served.codec.sample_rate
+        return self._submit(served, "encode", x, seconds)
+
+    def decode(self, model: str, tokens, *, num_samples: int | None = None,
+               clamp: bool = False) -> Future:
+        """Future of audio float32 [N] for tokens [K, T] (N = num_samples when given, at most
+        T * samples_per_frame)."""
+        served = self._served(model)
+        t = check_token_chunk(tokens, served.codec, clamp)
+        if t.shape[1] == 0:
+            raise AudiotokError("no frames to decode")
+        if num_samples is not None and not 0 < num_samples <= t.shape[1] * \
+                served.codec.samples_per_frame:
+            raise AudiotokError(f"num_samples {num_samples} does not fit {t.shape[1]} frames")
+        return self._submit(served, "decode", (t, num_samples), t.shape[1] /
+                            served.codec.frame_rate)
+
+    async def aencode(self, model: str, audio) -> np.ndarray:
+        return await asyncio.wrap_future(self.encode(model, audio))
+
+    async def adecode(self, model: str, tokens, **kw) -> np.ndarray:
+        return await asyncio.wrap_future(self.decode(model, tokens, **kw))
+
+    def _submit(self, served: Served, kind: str, payload, seconds: float) -> Future:
+        s = self.settings
+        if seconds > s.max_request_seconds:
+            raise AudiotokError(f"{seconds:.1f} s of audio is over the limit of "
+                                f"{s.max_request_seconds:g} s per request")
+        with self.cond:
+            self._check_accepting()
+            if len(served.requests) >= s.max_queued_requests:
+                raise EngineBusy(f"model {served.name!r} has {len(served.requests)} requests "
+                                 f"queued (max {s.max_queued_requests}); try again later")
+            fut: Future = Future()
+            served.requests.append(_Request(kind, payload, seconds, fut, time.monotonic()))
+            self.cond.notify_all()
+        return fut
+
+    # -- state ---------------------------------------------------------------------------------
+    def _served(self, model: str) -> Served:
+        served = self.models.get(model)
+        if served is None:
+            raise EngineError(f"unknown model {model!r}; loaded: {', '.join(self.models)}")
+        return served
+
+    def _check_accepting(self) -> None:
+        if not self.accepting:
+            raise StreamClosed("the engine is shutting down and takes no new work")
+
+    def _next_id(self) -> int:
+        return next(self._ids)
+
+    def load(self) -> dict:
+        """Open streams and queued requests per model."""
+        with self.cond:
+            return {name: {"streams": len(m.streams), "queued_requests": len(m.requests),
+                           "queued_frames": sum(s.held for s in m.streams if s.unit == "frame")}
+                    for name, m in self.models.items()}
+
+    def table_in_use(self) -> int:
+        """Batch slots leased, over every model and stream kind."""
+        with self.cond:
+            return sum(r.table.in_use for m in self.models.values()
+                       for r in m.runners.values() if hasattr(r, "table"))
+
+    # -- the worker ----------------------------------------------------------------------------
+    def step(self) -> bool:
+        """One round of work (see the module docstring); False when there was none."""
+        jobs = []
+        with self.cond:
+            now = time.monotonic()
+            for served in self.models.values():
+                self._retire(served)
+                for kind, runner in served.runners.items():
+                    ready = [s for s in served.streams if s.kind == kind and s.active
+                             and runner.ready(s)]
+                    ready.sort(key=Stream.deadline)
+                    batch = ready[: self.settings.max_batch]
+                    if batch:
+                        jobs.append((served, kind, batch, [runner.gather(s) for s in batch]))
+                requests = self._due(served, now)
+                if requests:
+                    jobs.append((served, "offline", requests, None))
+        for served, kind, batch, work in jobs:
+            if kind == "offline":
+                self._run_offline(served, batch)
+            else:
+                self._run_streams(served, kind, batch, work)
+        with self.cond:
+            for served in self.models.values():
+                self._retire(served)
+            self.cond.notify_all()  # close() waits for the streams and requests to be done
+        return bool(jobs)
+
+    def _run_streams(self, served: Served, kind: str, batch: list[Stream], work: list) -> None:
+        runner = served.runners[kind]
+        start = time.perf_counter()
+        try:
+            outputs = runner.run(batch, work)
+        except Exception:  # noqa: BLE001 - retried one by one: a failure is its stream's own
+            outputs = []
+            for s, w in zip(batch, work, strict=True):
+                try:
+                    outputs.append(runner.run([s], [w])[0])
+                except Exception as e:  # noqa: BLE001
+                    self._abort(s, EngineError(f"stream {s.id} failed: {type(e).__name__}: "
+                                               f"{e}"))
+                    outputs.append(None)
+        elapsed = time.perf_counter() - start
+        now = time.monotonic()
+        with self.cond:
+            st = self.stats
+            st.steps[served.name, kind] += 1
+            st.step_seconds[served.name, kind] += elapsed
+            st.batch_sizes[len(batch)] += 1
+            for s, out in zip(batch, outputs, strict=True):
+                if out is None or not s.active:
+                    continue
+                if kind == "encode":
+                    s.frames_out += out.shape[1]
+                else:
+                    s.frames_out += out.shape[0] // served.codec.samples_per_frame
+                    s.samples_out += out.shape[0]
+                    st.audio_seconds[served.name] += out.shape[0] / served.codec.sample_rate
+                if s.first_output is None:
+                    s.first_output = now
+                    if s.first_push is not None:
+                        st.first_audio.append(now - s.first_push)
+                s.outbox.put(out)
+
+    def _due(self, served: Served, now: float) -> list[_Request]:
+        """The next offline batch, if its window has passed: the oldest request and those of
+        its kind after it, within the batch limits."""
+        q, s = served.requests, self.settings
+        if not q:
+            return []
+        if now - q[0].arrived < s.batch_wait_ms / 1000 and len(q) < s.max_offline_batch:
+            return []
+        kind, batch, seconds = q[0].kind, [], 0.0
+        for r in list(q):
+            if r.kind != kind:
+                continue
+            if batch and (len(batch) >= s.max_offline_batch or
+                          seconds + r.seconds > s.max_offline_batch_seconds):
+                break
+            batch.append(r)
+            seconds += r.seconds
+        for r in batch:
+            q.remove(r)
+        return [r for r in batch if r.future.set_running_or_notify_cancel()]
+
+    def _run_offline(self, served: Served, batch: list[_Request]) -> None:
+        if not batch:
+            return
+        kind = batch[0].kind
+        start = time.perf_counter()
+        try:
+            results = run_offline(served.codec, kind, [r.payload for r in batch])
+        except Exception:  # noqa: BLE001 - one by one, so an error is charged to its request
+            results = []
+            for r in batch:
+                try:
+                    results.append(run_offline(served.codec, kind, [r.payload])[0])
+                except Exception as e:  # noqa: BLE001
+                    results.append(e)
+        with self.cond:
+            self.stats.steps[served.name, f"offline-{kind}"] += 1
+            self.stats.step_seconds[served.name, f"offline-{kind}"] += \
+                time.perf_counter() - start
+            self.stats.batch_sizes[len(batch)] += 1
+        for r, res in zip(batch, results, strict=True):
+            if isinstance(res, Exception):
+                with self.cond:
+                    self.stats.errors[type(res).__name__] += 1
+                r.future.set_exception(res)
+            else:
+                if kind == "decode":
+                    with self.cond:
+                        self.stats.audio_seconds[served.name] += \
+                            res.shape[0] / served.codec.sample_rate
+                r.future.set_result(res)
+
+    def _retire(self, served: Served) -> None:
+        """Streams that are over leave: finished ones end their output; slots are reset and
+        freed (engine lock held, worker thread)."""
+        keep = []
+        for s in served.streams:
+            runner = served.runners[s.kind]
+            if s.state == "finishing" and not runner.ready(s):
+                s.state = "done"
+                s.outbox.put(_END)
+            if s.active:
+                keep.append(s)
+            elif s.slot is not None:
+                runner.table.release(s.slot)
+                s.slot = None
+        served.streams[:] = keep
+
+    def _has_work(self) -> bool:
+        for served in self.models.values():
+            if served.requests:
+                return True
+            for s in served.streams:
+                if not s.active or s.state == "finishing" or served.runners[s.kind].ready(s):
+                    return True
+        return False
+
+    def _wait_seconds(self) -> float | None:
+        """Until the oldest offline request's window passes (None: no request waits)."""
+        arrived = [m.requests[0].arrived for m in self.models.values() if m.requests]
+        if not arrived:
+            return None
+        return max(0.0, min(arrived) + self.settings.batch_wait_ms / 1000 - time.monotonic())
+
+    def _loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self.stopping and not self._has_work():
+                    self.cond.wait()
+                if self.stopping and not self._has_work():
+                    return
+                wait = self._wait_seconds()
+            if not self.step() and wait:
+                with self.cond:
+                    self.cond.wait(wait)
+
+    # -- shutdown ------------------------------------------------------------------------------
+    def close(self, timeout: float = 30.0) -> bool:
+        """Stop taking new work, let open streams and queued requests finish (up to `timeout`
+        seconds: streams still open then are aborted, requests failed), stop the worker.
+        True when everything finished in time."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            self.accepting = False
+            self.cond.notify_all()
+            clean = self.cond.wait_for(self._drained, timeout)
+            if not clean:
+                for served in self.models.values():
+                    for s in list(served.streams):
+                        self._abort(s, StreamClosed(f"stream {s.id} was cut off: the engine "
+                                                    "shut down"))
+                    while served.requests:
+                        r = served.requests.popleft()
+                        if r.future.set_running_or_notify_cancel():
+                            r.future.set_exception(StreamClosed("the engine shut down"))
+            self.stopping = True
+            self.cond.notify_all()
+        if self.worker is not None:
+            self.worker.join(max(1.0, deadline - time.monotonic()))
+        return clean
+
+    def _drained(self) -> bool:
+        return all(not m.streams and not m.requests for m in self.models.values())
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+

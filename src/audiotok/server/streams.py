@@ -1,0 +1,320 @@
+"""The streams an Engine serves, as their users see them: push input, read output.
+
+    with engine.open_decode_stream("s2") as s:    # a slot is leased for the stream
+        s.push(tokens)                             # integer [K, t], any t >= 1, as they come
+        pcm = s.read()                             # float32 [samples], in order, as decoded
+        ...
+        s.finish()                                 # end of input: what is held back follows
+        for pcm in s: ...                          # the rest, until the end
+
+`read`, iteration and `aread` / `async for` (asyncio) all take from one ordered outbox. A bad
+push raises at once and leaves the stream as it was; a stream that fails in the engine raises
+its error from `read`. A stream closes when its output is read to the end, or with `abort()`
+(a client that went away), which frees its slot at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+
+import numpy as np
+import torch
+
+from ..errors import AudioError, AudiotokError, CodesError
+
+
+class EngineError(AudiotokError):
+    """A request the engine cannot take (see the subclasses)."""
+
+
+class EngineBusy(EngineError):
+    """Admission refused: too many streams or queued requests, or a stream's backlog is full.
+    Try again later (HTTP 429, WebSocket close 1013)."""
+
+
+class StreamClosed(EngineError):
+    """Input to a stream that has finished, failed or been aborted, or to a closed engine."""
+
+
+_END = object()
+
+
+class Outbox:
+    """An ordered queue of outputs that threads and asyncio tasks can wait on."""
+
+    def __init__(self):
+        self.items: deque = deque()
+        self.cond = threading.Condition()
+        self.waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = []
+        self.queued_samples = 0
+
+    def put(self, item) -> None:
+        with self.cond:
+            self.items.append(item)
+            if isinstance(item, np.ndarray):
+                self.queued_samples += item.shape[-1]
+            self.cond.notify_all()
+            waiters, self.waiters = self.waiters, []
+        for loop, fut in waiters:
+            loop.call_soon_threadsafe(_wake, fut)
+
+    def _pop(self):
+        item = self.items[0]
+        if item is _END or isinstance(item, BaseException):
+            return item  # stays: every later read sees the end too
+        self.items.popleft()
+        if isinstance(item, np.ndarray):
+            self.queued_samples -= item.shape[-1]
+        return item
+
+    def get(self, timeout: float | None = None):
+        with self.cond:
+            if not self.cond.wait_for(lambda: self.items, timeout):
+                raise TimeoutError("no output within the timeout")
+            return self._pop()
+
+    async def aget(self):
+        loop = asyncio.get_running_loop()
+        while True:
+            with self.cond:
+                if self.items:
+                    return self._pop()
+                fut = loop.create_future()
+                self.waiters.append((loop, fut))
+            await fut
+
+
+def _wake(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+class Stream:
+    """What every stream kind shares; see the module docstring. Created by the Engine."""
+
+    kind = ""
+
+    def __init__(self, engine, served, *, clamp: bool = False):
+        self.engine = engine
+        self.served = served
+        self.codec = served.codec
+        self.clamp = clamp
+        self.id = engine._next_id()
+        self.outbox = Outbox()
+        self.state = "open"  # open -> finishing -> done | failed | aborted
+        self.error: BaseException | None = None
+        self.slot: int | None = None
+        self.opened = time.monotonic()
+        self.first_push: float | None = None
+        self.first_output: float | None = None
+        self.frames_in = 0
+        self.frames_out = 0
+        self.samples_out = 0
+        self.held = 0  # input units (frames or samples) waiting for the engine
+
+    # -- the user's side -----------------------------------------------------------------------
+    def finish(self) -> None:
+        """End of input; the output ends after what is still held back."""
+        self.engine._finish(self)
+
+    def abort(self) -> None:
+        """Drop everything and free the slot now (the reader sees the stream end)."""
+        self.engine._abort(self, None)
+
+    def read(self, timeout: float | None = None) -> np.ndarray | None:
+        """The next output, in order; None once the stream has ended. Raises the stream's error
+        if it failed, TimeoutError after `timeout` seconds without output."""
+        return self._unwrap(self.outbox.get(timeout))
+
+    async def aread(self) -> np.ndarray | None:
+        return self._unwrap(await self.outbox.aget())
+
+    def _unwrap(self, item):
+        if item is _END:
+            return None
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def __iter__(self):
+        while (item := self.read()) is not None:
+            yield item
+
+    def __aiter__(self):
+        return self._aiter()
+
+    async def _aiter(self):
+        while (item := await self.aread()) is not None:
+            yield item
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, *_):
+        if exc_type is None and self.state == "open":
+            self.finish()
+        elif exc_type is not None:
+            self.abort()
+
+    def summary(self) -> dict:
+        return {"id": self.id, "model": self.served.name, "kind": self.kind,
+                "state": self.state, "frames_in": self.frames_in,
+                "frames_out": self.frames_out, "samples_out": self.samples_out,
+                "error": None if self.error is None else str(self.error)}
+
+    # -- the engine's side (called under the engine's lock) ------------------------------------
+    @property
+    def active(self) -> bool:
+        return self.state in ("open", "finishing")
+
+    def deadline(self) -> float:
+        """When a real-time player of this stream's output would run dry (new streams: when
+        their first input came, so they go first)."""
+        if self.first_output is None:
+            return float("-inf") if self.first_push is None else self.first_push - 1e9
+        return self.first_output + self.samples_out / self.codec.sample_rate
+
+    def _accept(self, units: int) -> None:
+        """Admission of a push of `units` input units (caller holds the engine's lock)."""
+        if self.state != "open":
+            raise StreamClosed(f"stream {self.id} is {self.state}; no more input")
+        s = self.engine.settings
+        rate = self.codec.frame_rate if self.unit == "frame" else self.codec.sample_rate
+        backlog = (self.held + units) / rate
+        unread = self.outbox.queued_samples / (self.codec.sample_rate if self.kind != "encode"
+                                                else self.codec.frame_rate)
+        if backlog > s.max_backlog_seconds or unread > s.max_backlog_seconds:
+            what = "input waiting" if backlog > s.max_backlog_seconds else "output unread"
+            raise EngineBusy(f"stream {self.id}: more than {s.max_backlog_seconds:g} s of "
+                             f"{what}; push slower or read the output")
+        if self.first_push is None:
+            self.first_push = time.monotonic()
+
+    unit = "frame"
+
+
+def check_token_chunk(tokens, codec, clamp: bool) -> torch.Tensor:
+    """Tokens [K, t] (or [1, K, t]) as int64, in range (or clamped); t may be 0."""
+    t = tokens if isinstance(tokens, torch.Tensor) else None
+    if t is None:
+        try:
+            t = torch.from_numpy(np.asarray(tokens))
+        except (TypeError, ValueError):
+            raise CodesError(f"tokens must be an integer array, got "
+                             f"{type(tokens).__name__}") from None
+    if t.ndim == 3 and t.shape[0] == 1:
+        t = t[0]
+    k = codec.num_codebooks
+    if t.ndim != 2 or t.shape[0] != k:
+        raise CodesError(f"pushed tokens must be [{k}, t] (codebooks x frames), got shape "
+                         f"{tuple(t.shape)}")
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise CodesError(f"tokens must be integers, got dtype {t.dtype}")
+    t = t.detach().to("cpu", torch.long)
+    high = torch.tensor(codec.codebook_sizes)[:, None] - 1
+    bad = (t < 0) | (t > high)
+    if bad.any():
+        if not clamp:
+            cb, f = (int(v) for v in bad.nonzero()[0])
+            raise CodesError(f"token {int(t[cb, f])} at codebook {cb}, frame {f} of this push "
+                             f"is outside 0..{codec.codebook_sizes[cb] - 1} (open the stream "
+                             "with clamp=True to clamp)")
+        t = torch.minimum(t.clamp(min=0), high)
+    return t.clone()
+
+
+def check_audio_chunk(audio) -> np.ndarray:
+    """Mono float audio [n] (or [1, n]) as float32; finite."""
+    try:
+        x = audio.detach().cpu().numpy() if isinstance(audio, torch.Tensor) else np.asarray(audio)
+    except (TypeError, ValueError):
+        raise AudioError(f"pushed audio must be a float array, got "
+                         f"{type(audio).__name__}") from None
+    if x.ndim == 2 and x.shape[0] == 1:
+        x = x[0]
+    if x.ndim != 1:
+        raise AudioError(f"pushed audio must be mono [n] at the codec's rate, got shape "
+                         f"{x.shape}")
+    if x.dtype.kind != "f":
+        raise AudioError(f"pushed audio must be float, got dtype {x.dtype}")
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if not np.isfinite(x).all():
+        raise AudioError("pushed audio contains NaN or Inf")
+    return x.copy()
+
+
+class DecodeStream(Stream):
+    """Tokens in, audio out. A causal codec (S2) decodes each frame exactly once, in a batch
+    slot; output equals offline decode. A non-causal one (X-Codec2) re-decodes windows (see
+    WindowSettings)."""
+
+    kind = "decode"
+
+    def __init__(self, engine, served, *, clamp: bool = False):
+        super().__init__(engine, served, clamp=clamp)
+        self.pending: deque[torch.Tensor] = deque()  # token chunks [K, t] not yet run
+        # windowed decoding: tokens kept for context, and where they start
+        self.history = torch.zeros(self.codec.num_codebooks, 0, dtype=torch.long)
+        self.history_start = 0
+        self.emitted = 0  # frames whose audio has been output
+
+    def push(self, tokens) -> None:
+        """Queue tokens [K, t] for decoding; raises CodesError (bad tokens), EngineBusy
+        (backlog full) or StreamClosed, leaving the stream as it was."""
+        t = check_token_chunk(tokens, self.codec, self.clamp)
+        self.engine._push(self, t, t.shape[1])
+
+    def take(self, n: int) -> torch.Tensor:
+        """Pop the next n frames [K, n] (engine lock held)."""
+        out, got = [], 0
+        while got < n:
+            head = self.pending[0]
+            need = n - got
+            if head.shape[1] <= need:
+                out.append(self.pending.popleft())
+            else:
+                out.append(head[:, :need])
+                self.pending[0] = head[:, need:]
+            got += out[-1].shape[1]
+        self.held -= n
+        return torch.cat(out, 1) if len(out) > 1 else out[0]
+
+
+class EncodeStream(Stream):
+    """Audio (mono, at the codec's rate) in, tokens out as each frame's samples are complete;
+    `finish()` encodes the last partial frame zero-padded, as offline encode pads it. Causal
+    codecs only (S2); tokens equal offline encode."""
+
+    kind = "encode"
+    unit = "sample"
+
+    def __init__(self, engine, served, *, clamp: bool = False):
+        super().__init__(engine, served, clamp=clamp)
+        self.pending: deque[np.ndarray] = deque()
+        self.padded_tail = False  # the last partial frame has been padded and queued
+
+    def push(self, audio) -> None:
+        """Queue mono float audio [n] at the codec's sample rate."""
+        x = check_audio_chunk(audio)
+        self.engine._push(self, x, x.shape[0])
+
+    def frames_ready(self) -> int:
+        return self.held // self.codec.samples_per_frame
+
+    def take(self, n: int) -> np.ndarray:
+        """Pop the samples of the next n frames (engine lock held)."""
+        need = n * self.codec.samples_per_frame
+        out, got = [], 0
+        while got < need:
+            head = self.pending[0]
+            if head.shape[0] <= need - got:
+                out.append(self.pending.popleft())
+            else:
+                out.append(head[: need - got])
+                self.pending[0] = head[need - got:]
+            got += out[-1].shape[0]
+        self.held -= need
+        return np.concatenate(out) if len(out) > 1 else out[0]

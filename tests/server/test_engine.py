@@ -1,0 +1,365 @@
+"""The serving engine: many streams batched step by step, each exactly its own offline result,
+whatever the others do; admission, failures, offline batching, shutdown."""
+
+import asyncio
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from audiotok.errors import AudioError, CodesError
+from audiotok.server import (
+    Engine,
+    EngineBusy,
+    EngineError,
+    EngineSettings,
+    StreamClosed,
+    WindowSettings,
+)
+
+TOL = 1e-5
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                       HealthCheck.too_slow])
+
+
+def random_tokens(codec, frames: int, seed: int) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    return torch.stack([torch.randint(0, n, (frames,), generator=g)
+                        for n in codec.codebook_sizes])
+
+
+def drain(stream) -> list[np.ndarray]:
+    out = []
+    while stream.outbox.items and (x := stream.read(timeout=0)) is not None:
+        out.append(x)
+    return out
+
+
+@st.composite
+def schedules(draw):
+    """Streams (frames, push sizes, the step at which each opens) and the engine's limits."""
+    n = draw(st.integers(1, 16))
+    streams = [dict(frames=draw(st.integers(1, 40)),
+                    pushes=draw(st.lists(st.integers(1, 8), min_size=1, max_size=5)),
+                    opens=draw(st.integers(0, 12)),
+                    pace=draw(st.integers(1, 3)))  # pushes every `pace` steps
+               for _ in range(n)]
+    return streams, draw(st.integers(1, 16)), draw(st.integers(1, 8)), draw(st.integers(0, 10**6))
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(plan=schedules())
+def test_decode_streams_equal_offline_under_random_schedules(s2_codec, plan):
+    """Streams open, push 1..8 frames at a time and finish at random steps, batches of 1..16
+    with any number of frames per stream: each stream's audio equals offline decode."""
+    streams, max_batch, max_step_frames, seed = plan
+    rng = np.random.default_rng(seed)
+    engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=16, max_batch=max_batch,
+                                                     max_step_frames=max_step_frames),
+                    start=False)
+    todo = [dict(spec, tokens=random_tokens(s2_codec, spec["frames"], seed + i), sent=0,
+                 stream=None, out=[]) for i, spec in enumerate(streams)]
+    step = 0
+    while any(t["stream"] is None or t["stream"].state in ("open", "finishing") for t in todo):
+        for t in todo:
+            if t["stream"] is None and step >= t["opens"]:
+                t["stream"] = engine.open_decode_stream("s2")
+            s = t["stream"]
+            if s is None or s.state != "open" or step % t["pace"]:
+                continue
+            size = t["pushes"][len(t["out"]) % len(t["pushes"])]
+            chunk = t["tokens"][:, t["sent"]: t["sent"] + size]
+            s.push(chunk.numpy() if rng.random() < 0.5 else chunk)
+            t["sent"] += chunk.shape[1]
+            if t["sent"] >= t["frames"]:
+                s.finish()
+        engine.step()
+        for t in todo:
+            if t["stream"] is not None:
+                t["out"] += drain(t["stream"])
+        step += 1
+        assert step < 1000
+    assert sorted(engine.stats.batch_sizes) and max(engine.stats.batch_sizes) <= max_batch
+    for t in todo:
+        assert t["stream"].state == "done"
+        assert t["stream"].read() is None
+        got = np.concatenate(t["out"])
+        want = s2_codec.decode(t["tokens"])[0, 0].numpy()
+        assert got.shape == want.shape
+        assert np.abs(got - want).max() <= TOL
+    assert engine.table_in_use() == 0
+
+
+def test_neighbours_do_not_change_a_stream(s2_codec):
+    """One stream pushed frame by frame alone, and with 7 neighbours pushing other sizes in the
+    same steps (8 frames padded batches): the same audio, equal to offline within 1e-5."""
+    tokens = random_tokens(s2_codec, 24, 7)
+    outs = []
+    for neighbours in (0, 7):
+        engine = Engine({"s2": s2_codec}, EngineSettings(max_batch=16), start=False)
+        me = engine.open_decode_stream("s2")
+        others = [engine.open_decode_stream("s2") for _ in range(neighbours)]
+        got = []
+        for f in range(24):
+            me.push(tokens[:, f: f + 1])
+            for j, o in enumerate(others):
+                o.push(random_tokens(s2_codec, 1 + (f + j) % 8, 100 * j + f))
+            engine.step()
+            got += drain(me)
+        outs.append(np.concatenate(got))
+        assert max(engine.stats.batch_sizes) == neighbours + 1
+    offline = s2_codec.decode(tokens)[0, 0].numpy()
+    assert np.abs(outs[0] - offline).max() <= TOL
+    assert np.abs(outs[1] - offline).max() <= TOL
+
+
+def test_encode_streams_equal_offline(s2_codec):
+    rng = np.random.default_rng(3)
+    lengths = [1000, 2048 * 5, 2048 * 7 + 333, 50_000]
+    audio = [rng.standard_normal(n).astype(np.float32) * 0.1 for n in lengths]
+    engine = Engine({"s2": s2_codec}, EngineSettings(max_batch=3, max_step_frames=3),
+                    start=False)
+    streams = [engine.open_encode_stream("s2") for _ in audio]
+    sent = [0] * len(audio)
+    outs: list[list] = [[] for _ in audio]
+    while any(s.state in ("open", "finishing") for s in streams):
+        for i, s in enumerate(streams):
+            if s.state == "open":
+                n = int(rng.integers(1, 9000))
+                s.push(audio[i][sent[i]: sent[i] + n])
+                sent[i] += n
+                if sent[i] >= lengths[i]:
+                    s.finish()
+        engine.step()
+        for i, s in enumerate(streams):
+            outs[i] += drain(s)
+    for i, x in enumerate(audio):
+        want = s2_codec.encode(torch.from_numpy(x)).tokens[0].numpy()
+        got = np.concatenate(outs[i], axis=1)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_bad_push_fails_alone_and_the_stream_goes_on(s2_codec):
+    engine = Engine({"s2": s2_codec}, start=False)
+    good, bad = engine.open_decode_stream("s2"), engine.open_decode_stream("s2")
+    tokens = random_tokens(s2_codec, 6, 1)
+    with pytest.raises(CodesError, match=r"must be \[10, t\].*\(9, 3\)"):
+        bad.push(tokens[:9, :3])
+    high = tokens[:, :3].clone()
+    high[4, 1] = 64
+    with pytest.raises(CodesError, match="token 64 at codebook 4, frame 1 .* outside 0..63"):
+        bad.push(high)
+    with pytest.raises(CodesError, match="integers"):
+        bad.push(tokens.float())
+    good.push(tokens)
+    bad.push(tokens[:, :2])  # still usable after refused pushes
+    good.finish()
+    bad.finish()
+    while engine.step():
+        pass
+    assert np.abs(np.concatenate(list(good)) - s2_codec.decode(tokens)[0, 0].numpy()).max() \
+        <= TOL
+    assert np.concatenate(list(bad)).shape == (2 * 2048,)
+    clamped = engine.open_decode_stream("s2", clamp=True)
+    clamped.push(high)
+    clamped.finish()
+    while engine.step():
+        pass
+    want = s2_codec.decode(high[None], clamp=True)[0, 0].numpy()
+    assert np.abs(np.concatenate(list(clamped)) - want).max() <= TOL
+
+
+def test_a_failing_step_fails_only_its_stream(s2_codec, monkeypatch):
+    """A model error inside a batch: the batch is retried one stream at a time, the stream that
+    fails alone gets the error, its neighbours' audio stays exact."""
+    engine = Engine({"s2": s2_codec}, start=False)
+    a, b, c = (engine.open_decode_stream("s2") for _ in range(3))
+    runner = engine.models["s2"].runners["decode"]
+    run = runner.run
+
+    def flaky(streams, work):
+        if any(s is b for s in streams):
+            raise RuntimeError("simulated device error")
+        return run(streams, work)
+
+    monkeypatch.setattr(runner, "run", flaky)
+    tokens = random_tokens(s2_codec, 5, 2)
+    for s in (a, b, c):
+        s.push(tokens)
+        s.finish()
+    while engine.step():
+        pass
+    with pytest.raises(EngineError, match="simulated device error"):
+        b.read()
+    assert b.state == "failed"
+    want = s2_codec.decode(tokens)[0, 0].numpy()
+    for s in (a, c):
+        assert np.abs(np.concatenate(list(s)) - want).max() <= TOL
+    assert engine.stats.errors["EngineError"] == 1
+
+
+def test_admission_limits(s2_codec):
+    engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=2, max_backlog_seconds=1.0,
+                                                     max_queued_requests=2), start=False)
+    a, b = engine.open_decode_stream("s2"), engine.open_decode_stream("s2")
+    with pytest.raises(EngineBusy, match="2 open streams"):
+        engine.open_decode_stream("s2")
+    with pytest.raises(EngineBusy, match="input waiting"):
+        a.push(random_tokens(s2_codec, 30, 0))  # 1.4 s of audio waiting > 1 s
+    a.push(random_tokens(s2_codec, 20, 0))
+    b.abort()  # a client that went away: its slot is free after the next step
+    assert b.read() is None
+    with pytest.raises(StreamClosed):
+        b.push(random_tokens(s2_codec, 1, 0))
+    engine.step()
+    c = engine.open_decode_stream("s2")
+    assert c.slot == b.slot or c.slot is not None
+    engine.encode("s2", np.zeros(100, np.float32))
+    engine.encode("s2", np.zeros(100, np.float32))
+    with pytest.raises(EngineBusy, match="2 requests queued"):
+        engine.encode("s2", np.zeros(100, np.float32))
+    with pytest.raises(EngineError, match="unknown model 'x'; loaded: s2"):
+        engine.open_decode_stream("x")
+    with pytest.raises(AudioError, match="NaN"):
+        engine.encode("s2", np.array([0.0, np.nan], np.float32))
+
+
+def test_unread_output_is_bounded(s2_codec):
+    engine = Engine({"s2": s2_codec}, EngineSettings(max_backlog_seconds=0.5), start=False)
+    s = engine.open_decode_stream("s2")
+    tokens = random_tokens(s2_codec, 10, 0)  # 0.46 s
+    s.push(tokens)
+    engine.step()
+    s.push(tokens[:, :2])
+    engine.step()
+    with pytest.raises(EngineBusy, match="output unread"):
+        s.push(tokens[:, :1])
+    s.read()
+    s.push(tokens[:, :1])
+
+
+def test_released_slots_are_reset(s2_codec):
+    """A slot used by a stream, then released, gives its next stream a fresh state."""
+    engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=1), start=False)
+    tokens = random_tokens(s2_codec, 9, 4)
+    want = s2_codec.decode(tokens)[0, 0].numpy()
+    for _ in range(3):
+        s = engine.open_decode_stream("s2")
+        s.push(tokens)
+        s.finish()
+        while engine.step():
+            pass
+        assert np.abs(np.concatenate(list(s)) - want).max() <= TOL
+
+
+def test_offline_requests_batch_and_equal_the_library(s2_codec, xc_codec):
+    engine = Engine({"s2": s2_codec, "xc": xc_codec}, EngineSettings(batch_wait_ms=50))
+    try:
+        rng = np.random.default_rng(0)
+        audio = [rng.standard_normal(n).astype(np.float32) * 0.1 for n in (3000, 9000, 20000)]
+        futures = [engine.encode(m, a) for a in audio for m in ("s2", "xc")]
+        results = [f.result(timeout=120) for f in futures]
+        for (a, m), got in zip([(a, m) for a in audio for m in ("s2", "xc")], results,
+                               strict=True):
+            codec = s2_codec if m == "s2" else xc_codec
+            np.testing.assert_array_equal(got, codec.encode(torch.from_numpy(a)).tokens[0])
+        assert max(engine.stats.batch_sizes) == 3  # 3 requests per model in the 50 ms window
+        tokens = results[::2]
+        futures = [engine.decode("s2", t, num_samples=len(a))
+                   for t, a in zip(tokens, audio, strict=True)]
+        decoded = [f.result(timeout=120) for f in futures]
+        for t, a, got in zip(tokens, audio, decoded, strict=True):
+            want = s2_codec.decode(torch.from_numpy(t)[None])[0, 0, : len(a)].numpy()
+            assert got.shape == (len(a),) and np.abs(got - want).max() <= TOL
+        asyncio.run(_async_roundtrip(engine, s2_codec))
+    finally:
+        assert engine.close(timeout=30)
+
+
+async def _async_roundtrip(engine, codec):
+    tokens = random_tokens(codec, 7, 9)
+    audio = await engine.adecode("s2", tokens)
+    s = engine.open_decode_stream("s2")
+    for f in range(7):
+        s.push(tokens[:, f: f + 1])
+    s.finish()
+    chunks = [c async for c in s]
+    assert np.abs(np.concatenate(chunks) - audio).max() <= TOL
+
+
+def test_threads_push_and_read_concurrently(s2_codec):
+    """The blocking API from many threads at once, with the worker running: every stream
+    exact."""
+    engine = Engine({"s2": s2_codec}, EngineSettings(max_batch=8))
+    errors = []
+
+    def client(i):
+        try:
+            tokens = random_tokens(s2_codec, 12 + i, i)
+            with engine.open_decode_stream("s2") as s:
+                for f in range(0, tokens.shape[1], 1 + i % 4):
+                    s.push(tokens[:, f: f + 1 + i % 4])
+                    time.sleep(0.001 * (i % 3))
+                s.finish()
+                got = np.concatenate([c for c in s])
+            assert np.abs(got - s2_codec.decode(tokens)[0, 0].numpy()).max() <= TOL
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert engine.close(timeout=30)
+    assert not errors, errors
+    assert max(engine.stats.batch_sizes) > 1
+
+
+def test_close_drains_then_refuses(s2_codec):
+    engine = Engine({"s2": s2_codec})
+    s = engine.open_decode_stream("s2")
+    tokens = random_tokens(s2_codec, 20, 5)
+    s.push(tokens)
+    s.finish()
+    assert engine.close(timeout=60)  # waits for the stream to be decoded to the end
+    assert np.concatenate(list(s)).shape == (20 * 2048,)
+    with pytest.raises(StreamClosed, match="shutting down"):
+        engine.open_decode_stream("s2")
+    engine2 = Engine({"s2": s2_codec})
+    hung = engine2.open_decode_stream("s2")  # never finished by its client
+    assert not engine2.close(timeout=0.5)
+    with pytest.raises(StreamClosed, match="cut off"):
+        hung.read()
+
+
+def test_xcodec2_windowed_stream_has_exact_length(xc_codec):
+    """Any push sizes, any window: every frame's samples come out once (total = frames x 320),
+    and with a window covering the whole input the audio equals offline decode."""
+    tokens = random_tokens(xc_codec, 83, 3)
+    offline = xc_codec.decode(tokens)[0, 0].numpy()
+    for window in (WindowSettings(4, 3, 2), WindowSettings(0, 1, 0), WindowSettings(50, 25, 10),
+                   WindowSettings(100, 100, 100)):
+        engine = Engine({"xc": xc_codec}, EngineSettings(window=window), start=False)
+        s = engine.open_decode_stream("xc")
+        with pytest.raises(EngineError, match="not causal"):
+            engine.open_encode_stream("xc")
+        got, sent, rng = [], 0, np.random.default_rng(1)
+        while sent < 83:
+            n = int(rng.integers(1, 9))
+            s.push(tokens[:, sent: sent + n])
+            sent += n
+            engine.step()
+            got += drain(s)
+        s.finish()
+        while engine.step():
+            got += drain(s)
+        got += drain(s)
+        audio = np.concatenate(got)
+        assert audio.shape == offline.shape, window
+        if window.chunk >= 83:
+            assert np.abs(audio - offline).max() <= TOL
