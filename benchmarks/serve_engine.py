@@ -21,7 +21,6 @@ import audiotok
 from audiotok.server import Engine, EngineSettings
 
 
-
 def tokens_for(codec, frames: int, seed: int) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     return torch.stack([torch.randint(0, n, (frames,), generator=g)

@@ -47,7 +47,8 @@ def read_audio(source: str | os.PathLike | bytes, name: str | None = None
             rate = f.samplerate
             log = f.extra_info
     except (sf.LibsndfileError, RuntimeError, TypeError, ValueError) as e:
-        raise AudioError(f"{name}: cannot read audio ({_first_line(e)})") from None
+        reason = re.sub(r"^Error opening <[^>]*>: ", "", _first_line(e))
+        raise AudioError(f"{name}: cannot read audio ({reason})") from None
     check_complete(log, name)
     return np.ascontiguousarray(data.T), rate
 
@@ -80,6 +81,15 @@ def write_audio(path: str | os.PathLike, samples: np.ndarray | torch.Tensor, sam
     kind = kind if kind in fmt else "WAV"
     with atomic_output(path) as tmp:
         sf.write(tmp, data, sample_rate, format=kind, subtype=subtype)
+
+
+def write_audio_bytes(samples: np.ndarray, sample_rate: int, kind: str = "WAV",
+                      subtype: str | None = None) -> bytes:
+    """Mono samples [N] as an audio file in memory (kind: a soundfile format, e.g. WAV)."""
+    buf = io.BytesIO()
+    sf.write(buf, np.asarray(samples, dtype=np.float32), sample_rate, format=kind,
+             subtype=subtype)
+    return buf.getvalue()
 
 
 def check_sample_rate(sample_rate, what: str = "sample_rate") -> int:

@@ -9,6 +9,7 @@ Two file formats:
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import zipfile
@@ -99,24 +100,48 @@ def save_npy(path: str | os.PathLike, tokens: np.ndarray) -> None:
 
 def save_codes(codes: Codes, path: str | os.PathLike) -> None:
     path = Path(path)
-    tokens = codes.tokens.detach().cpu()
     if path.suffix == ".npy":
         if len(codes) != 1:
             raise CodesError(f"{path}: a .npy codes file holds one item, got a batch of "
                              f"{len(codes)}; save as .codes or save each item")
-        save_npy(path, tokens[0, :, : int(codes.lengths[0])].numpy())
+        save_npy(path, codes.tokens[0, :, : int(codes.lengths[0])].cpu().numpy())
         return
+    with atomic_output(path) as tmp, open(tmp, "wb") as f:
+        np.savez(f, **_archive(codes, path))
+
+
+def _archive(codes: Codes, name) -> dict:
+    """The arrays of a `.codes` archive."""
+    tokens = codes.tokens.detach().cpu()
     num_samples = (codes.num_samples if codes.num_samples is not None
                    else torch.full_like(codes.lengths, -1))
     meta = dict(codes.meta, format=FORMAT, format_version=FORMAT_VERSION, codec=codes.codec,
                 sample_rate=codes.sample_rate, samples_per_frame=codes.samples_per_frame,
                 frame_rate=codes.frame_rate)
     if tokens.numel() and int(tokens.min()) < 0:
-        raise CodesError(f"{path}: negative tokens cannot be saved")
+        raise CodesError(f"{name}: negative tokens cannot be saved")
     dtype = _smallest_uint(int(tokens.max()) if tokens.numel() else 0)
-    with atomic_output(path) as tmp, open(tmp, "wb") as f:
-        np.savez(f, tokens=tokens.numpy().astype(dtype), lengths=codes.lengths.cpu().numpy(),
-                 num_samples=num_samples.cpu().numpy(), meta=np.array(json.dumps(meta)))
+    return dict(tokens=tokens.numpy().astype(dtype), lengths=codes.lengths.cpu().numpy(),
+                num_samples=num_samples.cpu().numpy(), meta=np.array(json.dumps(meta)))
+
+
+def codes_to_bytes(codes: Codes) -> bytes:
+    """The `.codes` archive of `codes`, in memory."""
+    buf = io.BytesIO()
+    np.savez(buf, **_archive(codes, "codes"))
+    return buf.getvalue()
+
+
+def load_codes_bytes(data: bytes, name: str = "body") -> Codes:
+    """A `.codes` archive from memory."""
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile, AttributeError) as e:
+        raise CodesError(f"{name}: cannot read codes (not .npy, .codes or JSON: {e})") from None
+    if not isinstance(arrays, dict):
+        raise CodesError(f"{name}: not an audiotok codes archive")
+    return _from_archive(arrays, name)
 
 
 def load_codes(path: str | os.PathLike) -> Codes:

@@ -71,6 +71,27 @@ class EngineSettings:
             raise ValueError(f"batch_wait_ms must not be negative, got {self.batch_wait_ms}")
 
 
+class Histogram:
+    """Cumulative counts of observations at or below each bound (Prometheus style)."""
+
+    def __init__(self, bounds: tuple[float, ...]):
+        self.bounds = bounds
+        self.counts = [0] * len(bounds)
+        self.count = 0
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        self.count += 1
+        self.sum += value
+        for i, b in enumerate(self.bounds):
+            if value <= b:
+                self.counts[i] += 1
+
+
+LATENCY_BOUNDS = (0.01, 0.025, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0)
+BATCH_BOUNDS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
 @dataclass
 class EngineStats:
     """Counters since the engine started (the server exports them as metrics)."""
@@ -78,9 +99,18 @@ class EngineStats:
     steps: Counter = field(default_factory=Counter)  # (model, kind) -> steps
     step_seconds: Counter = field(default_factory=Counter)  # (model, kind) -> seconds
     batch_sizes: Counter = field(default_factory=Counter)  # streams or requests per batch
-    first_audio: deque = field(default_factory=lambda: deque(maxlen=4096))  # seconds
+    batch_hist: Histogram = field(default_factory=lambda: Histogram(BATCH_BOUNDS))
+    step_hist: Histogram = field(default_factory=lambda: Histogram(LATENCY_BOUNDS))
+    first_audio: Histogram = field(default_factory=lambda: Histogram(LATENCY_BOUNDS))
     audio_seconds: Counter = field(default_factory=Counter)  # model -> seconds produced
     errors: Counter = field(default_factory=Counter)  # kind -> count
+
+    def step(self, model: str, kind: str, size: int, seconds: float) -> None:
+        self.steps[model, kind] += 1
+        self.step_seconds[model, kind] += seconds
+        self.batch_sizes[size] += 1
+        self.batch_hist.observe(size)
+        self.step_hist.observe(seconds)
 
 
 @dataclass
@@ -165,7 +195,10 @@ class Engine:
                 return
             s.pending.append(chunk)
             s.held += units
-            s.frames_in += units if s.unit == "frame" else 0
+            if s.unit == "frame":
+                s.frames_in += units
+            else:
+                s.samples_in += units
             self.cond.notify_all()
 
     def _finish(self, s: Stream) -> None:
@@ -306,9 +339,7 @@ class Engine:
         now = time.monotonic()
         with self.cond:
             st = self.stats
-            st.steps[served.name, kind] += 1
-            st.step_seconds[served.name, kind] += elapsed
-            st.batch_sizes[len(batch)] += 1
+            st.step(served.name, kind, len(batch), elapsed)
             for s, out in zip(batch, outputs, strict=True):
                 if out is None or not s.active:
                     continue
@@ -321,7 +352,7 @@ class Engine:
                 if s.first_output is None:
                     s.first_output = now
                     if s.first_push is not None:
-                        st.first_audio.append(now - s.first_push)
+                        st.first_audio.observe(now - s.first_push)
                 s.outbox.put(out)
 
     def _due(self, served: Served, now: float) -> list[_Request]:
@@ -360,10 +391,8 @@ class Engine:
                 except Exception as e:  # noqa: BLE001
                     results.append(e)
         with self.cond:
-            self.stats.steps[served.name, f"offline-{kind}"] += 1
-            self.stats.step_seconds[served.name, f"offline-{kind}"] += \
-                time.perf_counter() - start
-            self.stats.batch_sizes[len(batch)] += 1
+            self.stats.step(served.name, f"offline-{kind}", len(batch),
+                            time.perf_counter() - start)
         for r, res in zip(batch, results, strict=True):
             if isinstance(res, Exception):
                 with self.cond:
@@ -428,8 +457,11 @@ class Engine:
         deadline = time.monotonic() + timeout
         with self.cond:
             self.accepting = False
-            self.cond.notify_all()
-            clean = self.cond.wait_for(self._drained, timeout)
+        if self.worker is None:  # driven by step(): run what is left here
+            while not self._drained() and time.monotonic() < deadline and self.step():
+                pass
+        with self.cond:
+            clean = self.cond.wait_for(self._drained, max(0.0, deadline - time.monotonic()))
             if not clean:
                 for served in self.models.values():
                     for s in list(served.streams):
@@ -443,6 +475,10 @@ class Engine:
             self.cond.notify_all()
         if self.worker is not None:
             self.worker.join(max(1.0, deadline - time.monotonic()))
+        if self.worker is None or not self.worker.is_alive():
+            with self.cond:  # free the slots of streams cut off above
+                for served in self.models.values():
+                    self._retire(served)
         return clean
 
     def _drained(self) -> bool:

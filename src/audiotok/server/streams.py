@@ -111,6 +111,7 @@ class Stream:
         self.first_push: float | None = None
         self.first_output: float | None = None
         self.frames_in = 0
+        self.samples_in = 0  # encode streams: samples pushed (at the codec's rate)
         self.frames_out = 0
         self.samples_out = 0
         self.held = 0  # input units (frames or samples) waiting for the engine

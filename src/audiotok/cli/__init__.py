@@ -1,0 +1,24 @@
+"""The `audiotok` command, one module per command family."""
+
+from __future__ import annotations
+
+import click
+
+from .._version import __version__
+from .bench import bench
+from .convert import decode, encode, reconstruct
+from .info import info
+from .serve import serve
+from .tokenize import tokenize
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="audiotok")
+def main() -> None:
+    """Neural audio codec tokenizers: audio <-> tokens with the S2 Pro codec."""
+
+
+for command in (encode, decode, reconstruct, bench, tokenize, info, serve):
+    main.add_command(command)
+
+__all__ = ["main"]

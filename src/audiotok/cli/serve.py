@@ -1,0 +1,120 @@
+"""`audiotok serve`: the HTTP/WebSocket server over the serving engine."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+import torch
+
+from ..errors import AudiotokError
+from ..nn.precision import DTYPES
+from .common import device_option, fail, one_line, threads_option
+
+GENERIC_STEMS = {"codec", "model", "pytorch_model", "weights"}
+
+
+def served_name(spec: str) -> tuple[str, str]:
+    """(name, model) of a --model value: NAME=PATH, a hub name, or a path (named after the file,
+    or its folder when the file name says nothing: codec.pth -> its folder's name)."""
+    if "=" in spec:
+        name, model = spec.split("=", 1)
+        if not name or not model:
+            raise click.BadParameter(f"expected NAME=PATH, got {spec!r}", param_hint="--model")
+        return name, model
+    path = Path(spec)
+    if not path.exists():
+        return spec, spec  # a hub name
+    path = path.resolve()
+    if path.is_dir():
+        name = path.name
+        if name in ("hf", "original"):  # tests/data/xcodec2_tiny/hf -> xcodec2_tiny
+            name = path.parent.name
+        return name, spec
+    return (path.parent.name if path.stem in GENERIC_STEMS else path.stem), spec
+
+
+@click.command()
+@click.option("--model", "-m", "models", multiple=True, default=["s2-pro"], show_default=True,
+              help="Model to serve: a hub name, a path, or NAME=PATH; repeat for several. "
+                   "Requests choose a model by its name.")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind. Anything but loopback without --api-key is warned about.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
+@device_option
+@click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32", show_default=True)
+@threads_option
+@click.option("--max-streams", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Open streams per model (batch slots); beyond: 429 / close 1013.")
+@click.option("--max-batch", type=click.IntRange(min=1), default=16, show_default=True,
+              help="Streams per engine step (1: no batching, one stream per step).")
+@click.option("--max-step-frames", type=click.IntRange(min=1), default=8, show_default=True,
+              help="Frames one stream contributes to a step.")
+@click.option("--batch-wait-ms", type=click.FloatRange(min=0), default=2.0, show_default=True,
+              help="Offline requests arriving within this window run as one batch.")
+@click.option("--api-key", default=lambda: os.environ.get("AUDIOTOK_API_KEY"),
+              help="Require this key (Authorization: Bearer KEY, X-API-Key, or ?api_key= on "
+                   "WebSockets). Default: $AUDIOTOK_API_KEY.")
+@click.option("--max-body-mb", type=click.FloatRange(min=0.001), default=64.0,
+              show_default=True, help="Largest HTTP body (413 beyond).")
+@click.option("--max-request-seconds", type=click.FloatRange(min=0.001), default=600.0,
+              show_default=True, help="Longest audio one offline request may carry.")
+@click.option("--idle-timeout", type=click.FloatRange(min=0.1), default=30.0,
+              show_default=True, help="Close a WebSocket stream idle this long (seconds).")
+@click.option("--drain-timeout", type=click.FloatRange(min=0), default=30.0,
+              show_default=True, help="On SIGTERM, time given to open work (seconds).")
+@click.option("--window", default="50,25,10", show_default=True,
+              help="Non-causal stream decoding (X-Codec2): left,chunk,lookahead frames.")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
+          max_step_frames, batch_wait_ms, api_key, max_body_mb, max_request_seconds,
+          idle_timeout, drain_timeout, window, log_level):
+    """Serve loaded codecs over HTTP and WebSocket (needs `pip install 'audiotok[serve]'`)."""
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError:
+        fail("the server needs FastAPI and uvicorn: pip install 'audiotok[serve]'")
+        sys.exit(1)
+    from .. import load
+    from ..server import Engine, EngineSettings, WindowSettings
+    from ..server.app import ServerSettings
+    from ..server.run import is_loopback
+    from ..server.run import serve as run
+
+    try:
+        left, chunk, look = (int(v) for v in window.split(","))
+        windows = WindowSettings(left, chunk, look)
+    except ValueError as e:
+        raise click.BadParameter(f"expected left,chunk,lookahead frames: {e}",
+                                 param_hint="--window") from None
+    named = [served_name(spec) for spec in models]
+    names = [n for n, _ in named]
+    if len(set(names)) != len(names):
+        raise click.BadParameter(f"two models have one name ({', '.join(names)}); name them "
+                                 "with NAME=PATH", param_hint="--model")
+    if threads:
+        torch.set_num_threads(threads)
+    if not is_loopback(host) and not api_key:
+        click.echo(f"audiotok: warning: serving on {host} without --api-key: anyone who can "
+                   "reach this address can use the server", err=True)
+    try:
+        codecs = {name: load(model, device=device, dtype=getattr(torch, dtype))
+                  for name, model in named}
+        engine = Engine(codecs, EngineSettings(
+            max_streams=max_streams, max_batch=max_batch, max_step_frames=max_step_frames,
+            batch_wait_ms=batch_wait_ms, max_request_seconds=max_request_seconds,
+            window=windows))
+    except (AudiotokError, OSError, ValueError) as e:
+        fail(one_line(e))
+        sys.exit(1)
+    settings = ServerSettings(api_key=api_key, max_body_bytes=int(max_body_mb * 1024 * 1024),
+                              idle_timeout=idle_timeout, drain_timeout=drain_timeout)
+
+    def ready(bound: int) -> None:
+        click.echo(f"audiotok: serving {', '.join(names)} on http://{host}:{bound}", err=True)
+
+    run(engine, settings, host, port, log_level, ready)

@@ -1,0 +1,77 @@
+"""`audiotok tokenize`: a corpus into resumable Parquet shards."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+import torch
+
+from ..errors import AudiotokError
+from ..fileio import atomic_output
+from ..nn.precision import DTYPES
+from .common import device_option, fail, model_option, one_line, threads_option
+
+TOKENIZE_FAILED_CAP = 100  # exit status: failed items, at most this
+TOKENIZE_STOPPED = 101  # exit status: the run could not start or stopped
+
+
+@click.command()
+@click.argument("source", type=click.Path(exists=True))
+@model_option
+@click.option("--out", "-o", required=True, type=click.Path(file_okay=False),
+              help="Output folder: Parquet shards, manifest.json, errors.jsonl.")
+@click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: this machine; ray: Ray Data (a local instance, or --ray-address).")
+@click.option("--batch-seconds", type=click.FloatRange(min=0), default=None,
+              help="Audio per encode batch (items of similar length); 0: one item per batch. "
+                   "Default: 60 on a GPU, 0 on the CPU.")
+@click.option("--workers", type=click.IntRange(min=0), default=None,
+              help="local: reader processes (0: read in the main process; default half the "
+                   "CPUs, 1 to 8). ray: model actors (default 1).")
+@device_option
+@click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32",
+              show_default=True, help="Model precision (reduced precision changes some tokens).")
+@threads_option
+@click.option("--shard-items", type=click.IntRange(min=1), default=1000, show_default=True,
+              help="Items per Parquet shard (the unit of resumption).")
+@click.option("--min-seconds", type=click.FloatRange(min=0), default=0.0, show_default=True,
+              help="Items shorter than this go to errors.jsonl as too short.")
+@click.option("--npy", is_flag=True,
+              help="Also write each item's tokens as npy/<id>.npy (int64 [K, T], fish-speech "
+                   "layout).")
+@click.option("--overwrite", is_flag=True,
+              help="Replace an output folder written with another model or settings.")
+@click.option("--ray-address", default=None,
+              help="Ray cluster to join (e.g. ray://head:10001 or auto); default: start a "
+                   "local instance.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False),
+              help="Also write the run's summary as JSON to this file.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def tokenize(source, model, out, engine, batch_seconds, workers, device, dtype, threads,
+             shard_items, min_seconds, npy, overwrite, ray_address, json_path, quiet):
+    """Tokenize a corpus into Parquet shards; rerun the same command to resume.
+
+    SOURCE: a folder of audio files, a JSONL/CSV manifest (path, optional id and text columns),
+    or a `datasets` folder written by save_to_disk with one Audio column. Exit status: 0 when
+    every item was tokenized, else the number of failed items (at most 100; see errors.jsonl);
+    101 when the run could not start or stopped.
+    """
+    from ..pipeline import tokenize as run
+
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        summary = run(source, model, out, engine=engine, batch_seconds=batch_seconds,
+                      workers=workers, device=device, dtype=dtype, shard_items=shard_items,
+                      min_seconds=min_seconds, npy=npy, overwrite=overwrite,
+                      ray_address=ray_address, progress=not quiet)
+    except (AudiotokError, OSError) as e:
+        fail(one_line(e))
+        sys.exit(TOKENIZE_STOPPED)
+    click.echo(str(summary), err=True)
+    if json_path:
+        with atomic_output(json_path) as tmp:
+            tmp.write_text(json.dumps(summary.to_dict(), indent=1) + "\n")
+    sys.exit(min(summary.failed_total, TOKENIZE_FAILED_CAP))

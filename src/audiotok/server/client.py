@@ -1,0 +1,203 @@
+"""A small client for the server's WebSocket streams (websockets' sync client; `audiotok[serve]`).
+
+    from audiotok.server.client import stream_decode
+    audio, summary, chunks = stream_decode("ws://127.0.0.1:8000", tokens, model="s2-pro")
+
+    with DecodeStreamClient("ws://127.0.0.1:8000", model="s2-pro") as s:
+        s.send(tokens[:, :4])            # [K, t] integers, as the LLM emits them
+        pcm = s.recv()                   # float32 samples, as decoded
+        s.end()                          # then recv() until None; s.summary holds the totals
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .protocol import pcm_samples, tokens_from_binary, tokens_to_binary
+
+
+class StreamError(RuntimeError):
+    """The server closed the stream with an error (code: the WebSocket close code)."""
+
+    def __init__(self, code: int | None, reason: str):
+        super().__init__(f"stream closed ({code}): {reason}")
+        self.code = code
+        self.reason = reason
+
+
+def _closed(e) -> StreamError:
+    rcvd = e.rcvd
+    return StreamError(rcvd.code if rcvd else None, rcvd.reason if rcvd else "connection lost")
+
+
+class _Client:
+    path = ""
+
+    def __init__(self, url: str, start: dict, api_key: str | None = None,
+                 open_timeout: float = 30.0):
+        from websockets.sync.client import connect
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+        self.ws = connect(url.rstrip("/") + self.path, additional_headers=headers,
+                          open_timeout=open_timeout, max_size=None).__enter__()
+        self.summary: dict | None = None
+        self._send(json.dumps({"type": "start", **start}))
+        self.ready = self._json(self._recv(open_timeout))
+        if self.ready.get("type") != "ready":
+            raise StreamError(None, f"unexpected first message {self.ready}")
+
+    def _recv(self, timeout: float | None):
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            return self.ws.recv(timeout)
+        except ConnectionClosed as e:
+            raise _closed(e) from None
+
+    def _send(self, message) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            self.ws.send(message)
+        except ConnectionClosed as e:
+            raise _closed(e) from None
+
+    def _json(self, msg) -> dict:
+        doc = json.loads(msg)
+        if doc.get("type") == "error":
+            self._recv_close()
+            raise StreamError(doc.get("code"), doc.get("message", ""))
+        return doc
+
+    def _recv_close(self) -> None:
+        try:
+            while True:
+                self._recv(5)
+        except (StreamError, TimeoutError):
+            pass
+
+    def _next(self, timeout: float | None):
+        """The next binary payload, or None at the end (summary kept)."""
+        msg = self._recv(timeout)
+        if isinstance(msg, bytes):
+            return msg
+        doc = self._json(msg)
+        if doc.get("type") == "done":
+            self.summary = doc
+            self._recv_close()
+            return None
+        return doc
+
+    def end(self) -> None:
+        self._send(json.dumps({"type": "end"}))
+
+    def close(self) -> None:
+        self.ws.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class DecodeStreamClient(_Client):
+    """Tokens in, PCM out (see the module docstring)."""
+
+    path = "/v1/stream/decode"
+
+    def __init__(self, url: str, model: str | None = None, *, sample_format: str = "f32le",
+                 clamp: bool = False, binary: bool = True, **kw):
+        start = {"sample_format": sample_format, "clamp": clamp}
+        if model is not None:
+            start["model"] = model
+        super().__init__(url, start, **kw)
+        self.sample_format = sample_format
+        self.binary = binary
+
+    def send(self, tokens) -> None:
+        t = np.asarray(tokens)
+        if self.binary:
+            self._send(tokens_to_binary(t))
+        else:
+            self._send(json.dumps({"type": "tokens", "tokens": t.tolist()}))
+
+    def recv(self, timeout: float | None = None) -> np.ndarray | None:
+        out = self._next(timeout)
+        return None if out is None else pcm_samples(out, self.sample_format)
+
+
+class EncodeStreamClient(_Client):
+    """PCM in (any rate), tokens [K, t] out."""
+
+    path = "/v1/stream/encode"
+
+    def __init__(self, url: str, model: str | None = None, *, sample_rate: int | None = None,
+                 sample_format: str = "f32le", **kw):
+        start = {"sample_format": sample_format, "token_format": "binary"}
+        if model is not None:
+            start["model"] = model
+        if sample_rate is not None:
+            start["sample_rate"] = sample_rate
+        super().__init__(url, start, **kw)
+        self.sample_format = sample_format
+
+    def send(self, audio) -> None:
+        x = np.asarray(audio, dtype=np.float32)
+        if self.sample_format == "s16le":
+            self._send((np.clip(x, -1, 1) * 32767).round().astype("<i2").tobytes())
+        else:
+            self._send(x.astype("<f4").tobytes())
+
+    def recv(self, timeout: float | None = None) -> np.ndarray | None:
+        out = self._next(timeout)
+        return None if out is None else tokens_from_binary(out, self.ready["num_codebooks"])
+
+
+@dataclass
+class StreamTimes:
+    """When each push was sent and each chunk arrived (time.monotonic), for latency metrics."""
+
+    pushes: list[float] = field(default_factory=list)
+    chunks: list[tuple[float, int]] = field(default_factory=list)  # (arrival, samples)
+
+
+def stream_decode(url: str, tokens, model: str | None = None, *, push_frames: int = 1,
+                  realtime: bool = False, **kw) -> tuple[np.ndarray, dict, StreamTimes]:
+    """Decode tokens [K, T] through a WebSocket stream, `push_frames` per message (every
+    push_frames / frame_rate seconds with realtime=True). Returns the audio, the server's
+    summary and the times."""
+    tokens = np.asarray(tokens)
+    times = StreamTimes()
+    with DecodeStreamClient(url, model, **kw) as s:
+        rate = s.ready["sample_rate"] / s.ready["samples_per_frame"]
+        errors: list[BaseException] = []
+
+        def sender():
+            try:
+                start = time.monotonic()
+                for i, a in enumerate(range(0, tokens.shape[1], push_frames)):
+                    if realtime:
+                        time.sleep(max(0.0, start + i * push_frames / rate - time.monotonic()))
+                    times.pushes.append(time.monotonic())
+                    s.send(tokens[:, a: a + push_frames])
+                s.end()
+            except Exception as e:  # noqa: BLE001 - reported by the caller
+                errors.append(e)
+
+        thread = threading.Thread(target=sender, daemon=True)
+        thread.start()
+        chunks = []
+        while (pcm := s.recv(timeout=120)) is not None:
+            times.chunks.append((time.monotonic(), pcm.size))
+            chunks.append(pcm)
+        thread.join()
+        if errors:
+            raise errors[0]
+        audio = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+        return audio, s.summary, times

@@ -1,0 +1,232 @@
+"""The WebSocket stream protocol (README, Serving):
+
+    client: {"type": "start", "model": "s2", "sample_format": "s16le", "clamp": false}
+    server: {"type": "ready", "stream": 7, "sample_rate": 44100, "num_codebooks": 10, ...}
+    client: token frames: binary (int32 LE, frame-major) or {"type": "tokens", "tokens": [K][t]}
+    server: binary PCM as each push is decoded
+    client: {"type": "end"}
+    server: the rest of the audio, {"type": "done", "frames": n, "samples": m}, close 1000
+
+The encode stream is the same with audio in (binary PCM at "sample_rate", any rate) and token
+messages out ("token_format": "json" or "binary"). Errors: {"type": "error", "message"} and a
+close code: 1007 bad data, 1008 policy (API key, idle), 1009 message too big, 1011 server
+error, 1013 try again later (busy or shutting down).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+
+import numpy as np
+
+from ..errors import AudiotokError
+from .protocol import (
+    check_sample_format,
+    pcm_bytes,
+    pcm_samples,
+    tokens_from_binary,
+    tokens_from_json,
+    tokens_to_binary,
+)
+from .streams import EngineBusy, StreamClosed
+
+
+class Close(Exception):
+    def __init__(self, code: int, reason: str):
+        super().__init__(reason)
+        self.code = code
+
+
+def _close_code(e: BaseException) -> int:
+    if isinstance(e, Close):
+        return e.code
+    if isinstance(e, (EngineBusy, StreamClosed)):
+        return 1013
+    if isinstance(e, AudiotokError):
+        return 1007
+    return 1011
+
+
+async def _receive(ws, state, timeout: float) -> str | bytes | None:
+    """The next message (None: the client closed)."""
+    from starlette.websockets import WebSocketDisconnect
+
+    try:
+        msg = await asyncio.wait_for(ws.receive(), timeout)
+    except asyncio.TimeoutError:
+        raise Close(1008, f"no message for {timeout:g} s (idle stream)") from None
+    except WebSocketDisconnect:
+        return None
+    if msg["type"] == "websocket.disconnect":
+        return None
+    data = msg.get("bytes") if msg.get("bytes") is not None else msg.get("text")
+    if data is None:
+        raise Close(1007, "empty message")
+    if len(data) > state.settings.max_message_bytes:
+        raise Close(1009, f"message of {len(data)} bytes is over the limit of "
+                          f"{state.settings.max_message_bytes}")
+    return data
+
+
+def _json(data: str | bytes, expect: tuple[str, ...]) -> dict:
+    if isinstance(data, bytes):
+        raise Close(1007, f"expected a JSON message ({' or '.join(expect)}), got binary")
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        raise Close(1007, f"not valid JSON: {data[:60]!r}") from None
+    if not isinstance(doc, dict) or doc.get("type") not in expect:
+        raise Close(1007, f"expected a message of type {' or '.join(expect)}, got "
+                          f"{str(doc)[:80]}")
+    return doc
+
+
+async def _session(ws, state, kind: str) -> None:
+    """Accept, check the key and the start message, open the engine stream, pump both ways."""
+    await ws.accept()
+    stream = None
+    try:
+        if not state.authorized(ws.headers, ws.query_params):
+            raise Close(1008, "missing or wrong API key")
+        if state.draining:
+            raise Close(1013, "the server is shutting down")
+        first = await _receive(ws, state, state.settings.idle_timeout)
+        if first is None:
+            return
+        start = _json(first, ("start",))
+        stream, ready, read_input, write_output = _open(state, kind, start)
+        await ws.send_text(json.dumps(ready))
+        state.websockets += 1
+        try:
+            await _pump(ws, state, stream, read_input, write_output)
+        finally:
+            state.websockets -= 1
+        await ws.send_text(json.dumps({"type": "done", **_totals(stream)}))
+        await ws.close(1000)
+    except Exception as e:  # noqa: BLE001 - every failure closes this socket only
+        if stream is not None:
+            stream.abort()
+        code = _close_code(e)
+        reason = str(e) if code != 1011 else f"server error: {type(e).__name__}: {e}"
+        with contextlib.suppress(Exception):
+            await ws.send_text(json.dumps({"type": "error", "message": reason, "code": code}))
+            await ws.close(code, reason[:120])
+
+
+def _totals(stream) -> dict:
+    if stream.kind == "decode":
+        return {"frames": stream.frames_in, "samples": stream.samples_out}
+    return {"frames": stream.frames_out, "samples": stream.samples_in}
+
+
+def _open(state, kind: str, start: dict):
+    engine = state.engine
+    name = start.get("model")
+    if name is None and len(engine.models) == 1:
+        name = next(iter(engine.models))
+    if name not in engine.models:
+        raise Close(1007, f"unknown model {name!r}; loaded: {', '.join(engine.models)}")
+    codec = engine.models[name].codec
+    sample_format = check_sample_format(str(start.get("sample_format", "s16le")))
+    facts = {"type": "ready", "model": name, "sample_rate": codec.sample_rate,
+             "samples_per_frame": codec.samples_per_frame,
+             "num_codebooks": codec.num_codebooks, "codebook_sizes": list(codec.codebook_sizes),
+             "sample_format": sample_format}
+    if kind == "decode":
+        clamp = start.get("clamp", False)
+        if not isinstance(clamp, bool):
+            raise Close(1007, "clamp must be true or false")
+        stream = engine.open_decode_stream(name, clamp=clamp)
+
+        def read_input(data):
+            if isinstance(data, bytes):
+                stream.push(tokens_from_binary(data, codec.num_codebooks))
+                return True
+            doc = _json(data, ("tokens", "end"))
+            if doc["type"] == "end":
+                return False
+            stream.push(tokens_from_json(doc.get("tokens")))
+            return True
+
+        async def write_output(ws, pcm):
+            await ws.send_bytes(pcm_bytes(pcm, sample_format))
+
+        facts.update(stream=stream.id, decode="exact" if codec.causal else "windowed")
+        return stream, facts, read_input, write_output
+    rate = start.get("sample_rate", codec.sample_rate)
+    if not isinstance(rate, int) or not 1000 <= rate <= 384000:
+        raise Close(1007, f"sample_rate must be an integer in 1000..384000, got {rate!r}")
+    token_format = start.get("token_format", "json")
+    if token_format not in ("json", "binary"):
+        raise Close(1007, f"token_format must be json or binary, got {token_format!r}")
+    stream = engine.open_encode_stream(name)
+    resampler = None
+    if rate != codec.sample_rate:
+        import soxr
+
+        resampler = soxr.ResampleStream(rate, codec.sample_rate, 1, dtype="float32",
+                                        quality="HQ")
+
+    def read_input(data):
+        if isinstance(data, bytes):
+            x = pcm_samples(data, sample_format)
+            if resampler is not None:
+                x = resampler.resample_chunk(x)
+            stream.push(x)
+            return True
+        _json(data, ("end",))
+        if resampler is not None:
+            stream.push(resampler.resample_chunk(np.zeros(0, np.float32), last=True))
+        return False
+
+    async def write_output(ws, tokens):
+        if token_format == "binary":
+            await ws.send_bytes(tokens_to_binary(tokens))
+        else:
+            await ws.send_text(json.dumps({"type": "tokens", "tokens": tokens.tolist()}))
+
+    facts.update(stream=stream.id, input_sample_rate=rate, token_format=token_format)
+    return stream, facts, read_input, write_output
+
+
+async def _pump(ws, state, stream, read_input, write_output) -> None:
+    """Input to the engine and its output back, concurrently, until the output ends."""
+
+    async def reader():
+        while True:
+            data = await _receive(ws, state, state.settings.idle_timeout)
+            if data is None:  # the client went away: its slot is freed now
+                stream.abort()
+                return
+            if not read_input(data):
+                stream.finish()
+                return
+
+    async def writer():
+        async for out in stream:
+            await write_output(ws, out)
+
+    read_task = asyncio.create_task(reader())
+    write_task = asyncio.create_task(writer())
+    try:
+        done, _ = await asyncio.wait({read_task, write_task},
+                                     return_when=asyncio.FIRST_EXCEPTION)
+        for t in done:
+            if t.exception() is not None:
+                raise t.exception()
+        await write_task  # the reader is done (end or gone): the rest of the output
+        await read_task
+    finally:
+        for t in (read_task, write_task):
+            t.cancel()
+        stream.abort()  # no-op once the stream has ended
+
+
+async def stream_decode_ws(ws, state) -> None:
+    await _session(ws, state, "decode")
+
+
+async def stream_encode_ws(ws, state) -> None:
+    await _session(ws, state, "encode")
