@@ -22,8 +22,8 @@ from common import parser, speech
 import audiotok
 from audiotok.server import Engine, EngineSettings, WindowSettings
 
-GRID = [(0, 25, 0), (10, 25, 5), (25, 25, 5), (50, 25, 5), (50, 25, 10), (50, 25, 25),
-        (100, 25, 10), (50, 50, 10), (100, 50, 25), (150, 50, 50)]
+GRID = ("0,25,0;10,25,5;10,25,10;25,25,5;25,25,10;50,25,5;50,25,10;50,25,25;100,25,10;"
+        "50,50,10;100,50,25;150,50,50")
 
 
 def stream_decode(codec, tokens: torch.Tensor, window: WindowSettings) -> tuple[np.ndarray, int]:
@@ -56,6 +56,7 @@ def snr_db(ref: np.ndarray, x: np.ndarray) -> float:
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--model", help="X-Codec2 checkpoint (default: random full-size weights)")
+    p.add_argument("--grid", default=GRID, help="left,chunk,lookahead;... window settings")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     if args.model is None:
@@ -71,7 +72,8 @@ def main() -> None:
     print("| left | chunk | lookahead | SNR dB | max abs | length ok | decoded/output | "
           "frames before first audio |")
     print("|---|---|---|---|---|---|---|---|")
-    for left, chunk, look in GRID:
+    grid = [tuple(int(v) for v in w.split(",")) for w in args.grid.split(";")]
+    for left, chunk, look in grid:
         audio, decoded = stream_decode(codec, tokens, WindowSettings(left, chunk, look))
         row = {"left": left, "chunk": chunk, "lookahead": look,
                "snr_db": snr_db(offline, audio),

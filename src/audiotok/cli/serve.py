@@ -54,6 +54,9 @@ def served_name(spec: str) -> tuple[str, str]:
               help="Frames one stream contributes to a step.")
 @click.option("--batch-wait-ms", type=click.FloatRange(min=0), default=2.0, show_default=True,
               help="Offline requests arriving within this window run as one batch.")
+@click.option("--step-wait-ms", type=click.FloatRange(min=0), default=20.0, show_default=True,
+              help="A stream step waits this long at most for other streams' frames (fewer, "
+                   "larger steps), unless a stream waits for its first audio.")
 @click.option("--api-key", default=lambda: os.environ.get("AUDIOTOK_API_KEY"),
               help="Require this key (Authorization: Bearer KEY, X-API-Key, or ?api_key= on "
                    "WebSockets). Default: $AUDIOTOK_API_KEY.")
@@ -65,13 +68,15 @@ def served_name(spec: str) -> tuple[str, str]:
               show_default=True, help="Close a WebSocket stream idle this long (seconds).")
 @click.option("--drain-timeout", type=click.FloatRange(min=0), default=30.0,
               show_default=True, help="On SIGTERM, time given to open work (seconds).")
-@click.option("--window", default="50,25,10", show_default=True,
+@click.option("--window", default="10,25,10", show_default=True,
               help="Non-causal stream decoding (X-Codec2): left,chunk,lookahead frames.")
+@click.option("--no-warmup", is_flag=True,
+              help="Skip running every batch size and frame count once before serving.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
-          max_step_frames, batch_wait_ms, api_key, max_body_mb, max_request_seconds,
-          idle_timeout, drain_timeout, window, log_level):
+          max_step_frames, batch_wait_ms, step_wait_ms, api_key, max_body_mb, max_request_seconds,
+          idle_timeout, drain_timeout, window, no_warmup, log_level):
     """Serve loaded codecs over HTTP and WebSocket (needs `pip install 'audiotok[serve]'`)."""
     try:
         import fastapi  # noqa: F401
@@ -106,11 +111,15 @@ def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
                   for name, model in named}
         engine = Engine(codecs, EngineSettings(
             max_streams=max_streams, max_batch=max_batch, max_step_frames=max_step_frames,
-            batch_wait_ms=batch_wait_ms, max_request_seconds=max_request_seconds,
+            batch_wait_ms=batch_wait_ms, step_wait_ms=step_wait_ms,
+            max_request_seconds=max_request_seconds,
             window=windows))
     except (AudiotokError, OSError, ValueError) as e:
         fail(one_line(e))
         sys.exit(1)
+    if not no_warmup:
+        seconds = engine.warmup()
+        click.echo(f"audiotok: warmed up in {seconds:.1f} s", err=True)
     settings = ServerSettings(api_key=api_key, max_body_bytes=int(max_body_mb * 1024 * 1024),
                               idle_timeout=idle_timeout, drain_timeout=drain_timeout)
 

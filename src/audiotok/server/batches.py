@@ -8,6 +8,7 @@ the lock; one output per stream, or None where a stream has nothing to output ye
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -24,7 +25,7 @@ class WindowSettings:
     frames after them (context), and outputs the chunk. Output length is exact: every frame's
     samples are output once. Defaults: README, Serving (measured on X-Codec2)."""
 
-    left: int = 50
+    left: int = 10
     chunk: int = 25
     lookahead: int = 10
 
@@ -48,6 +49,10 @@ class CausalDecode:
 
     def gather(self, s: DecodeStream) -> torch.Tensor:
         return s.take(min(s.held, self.max_frames))
+
+    def warm(self, slots: list[int], frames: int) -> None:
+        zeros = torch.zeros(self.codec.num_codebooks, frames, dtype=torch.long)
+        self.run([SimpleNamespace(slot=s) for s in slots], [zeros] * len(slots))
 
     def run(self, streams: list[DecodeStream], work: list[torch.Tensor]) -> list[np.ndarray]:
         frames = [w.shape[1] for w in work]
@@ -83,6 +88,10 @@ class CausalEncode:
         s.pending.clear()
         s.held = 0
         return np.pad(tail, (0, spf - tail.shape[0]))
+
+    def warm(self, slots: list[int], frames: int) -> None:
+        zeros = np.zeros(frames * self.codec.samples_per_frame, np.float32)
+        self.run([SimpleNamespace(slot=s) for s in slots], [zeros] * len(slots))
 
     def run(self, streams: list[EncodeStream], work: list[np.ndarray]) -> list[np.ndarray]:
         spf = self.codec.samples_per_frame

@@ -10,7 +10,10 @@ concurrent streams batched step by step, and offline requests batched in short w
 
 Each step runs, for every model and stream kind, one batch of the streams that have work: new
 streams first (first audio), then those whose real-time playback would run dry soonest; at most
-`max_batch` streams, each with at most `max_step_frames` frames. Between stream steps, at most
+`max_batch` streams, each with at most `max_step_frames` frames. A batch waits up to
+`step_wait_ms` for the frames of other open streams (streams push at their own moments; without
+the wait, each step would run one or two of them), unless a new stream waits for its first
+audio or every open stream has frames waiting. Between stream steps, at most
 one batch of offline requests per model runs once its collection window (`batch_wait_ms`) has
 passed, so neither starves the other. Admission is bounded everywhere: open streams
 (`max_streams`), queued offline requests, and each stream's input and unread output
@@ -53,6 +56,7 @@ class EngineSettings:
     max_backlog_seconds: float = 60.0  # a stream's waiting input, or unread output, at most
     max_queued_requests: int = 256  # offline requests waiting, per model
     batch_wait_ms: float = 2.0  # offline requests arriving within this window run together
+    step_wait_ms: float = 20.0  # a stream step waits this long at most for other streams' frames
     max_offline_batch: int = 16  # offline requests per batch
     max_offline_batch_seconds: float = 120.0  # audio per offline batch
     max_request_seconds: float = 600.0  # one offline request's audio
@@ -67,8 +71,9 @@ class EngineSettings:
                      "max_request_seconds"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.batch_wait_ms < 0:
-            raise ValueError(f"batch_wait_ms must not be negative, got {self.batch_wait_ms}")
+        for name in ("batch_wait_ms", "step_wait_ms"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
 
 
 class Histogram:
@@ -154,6 +159,7 @@ class Engine:
         self.stopping = False
         self._ids = itertools.count(1)
         self.worker: threading.Thread | None = None
+        self._due_at: float | None = None  # when a deferred batch is due (worker's wait)
         if start:
             self.worker = threading.Thread(target=self._loop, name="audiotok-engine",
                                            daemon=True)
@@ -193,6 +199,8 @@ class Engine:
             s._accept(units)
             if units == 0:
                 return
+            if s.held == 0:
+                s.waiting_since = time.monotonic()
             s.pending.append(chunk)
             s.held += units
             if s.unit == "frame":
@@ -286,6 +294,33 @@ class Engine:
                            "queued_frames": sum(s.held for s in m.streams if s.unit == "frame")}
                     for name, m in self.models.items()}
 
+    def warmup(self) -> float:
+        """Run every batch size 1..max_batch (one frame each) and every frame count
+        1..max_step_frames (one stream) once per causal stream kind, on slots that are then
+        reset, so the first real steps do not pay for new kernel shapes (a new shape's first
+        call costs about twice a later one on the CPU). Call before serving; returns seconds."""
+        start = time.perf_counter()
+        s = self.settings
+        for served in self.models.values():
+            for runner in served.runners.values():
+                if not hasattr(runner, "table"):
+                    continue
+                with self.cond:
+                    slots = []
+                    while len(slots) < s.max_batch and (slot := runner.table.acquire()) \
+                            is not None:
+                        slots.append(slot)
+                try:
+                    shapes = [(b, 1) for b in range(1, len(slots) + 1)]
+                    shapes += [(1, f) for f in range(2, s.max_step_frames + 1)]
+                    for b, frames in shapes:
+                        runner.warm(slots[:b], frames)
+                finally:
+                    with self.cond:
+                        for slot in slots:
+                            runner.table.release(slot)
+        return time.perf_counter() - start
+
     def table_in_use(self) -> int:
         """Batch slots leased, over every model and stream kind."""
         with self.cond:
@@ -294,8 +329,17 @@ class Engine:
 
     # -- the worker ----------------------------------------------------------------------------
     def step(self) -> bool:
-        """One round of work (see the module docstring); False when there was none."""
+        """Run what is ready now, without waiting for collection windows (for callers that
+        drive the engine themselves); False when there was nothing."""
+        return self._step(windows=False)
+
+    def _step(self, windows: bool) -> bool:
+        """One round of work (see the module docstring). With `windows`, a stream batch waits
+        up to step_wait_ms for the frames of other open streams (more streams per step, fewer
+        steps), unless a new stream waits for its first audio or every open stream is ready;
+        offline requests wait batch_wait_ms. Returns whether anything ran."""
         jobs = []
+        self._due_at = None
         with self.cond:
             now = time.monotonic()
             for served in self.models.values():
@@ -303,11 +347,12 @@ class Engine:
                 for kind, runner in served.runners.items():
                     ready = [s for s in served.streams if s.kind == kind and s.active
                              and runner.ready(s)]
+                    if not ready or (windows and not self._batch_due(served, kind, ready, now)):
+                        continue
                     ready.sort(key=Stream.deadline)
                     batch = ready[: self.settings.max_batch]
-                    if batch:
-                        jobs.append((served, kind, batch, [runner.gather(s) for s in batch]))
-                requests = self._due(served, now)
+                    jobs.append((served, kind, batch, [runner.gather(s) for s in batch]))
+                requests = self._due(served, now, windows)
                 if requests:
                     jobs.append((served, "offline", requests, None))
         for served, kind, batch, work in jobs:
@@ -355,13 +400,30 @@ class Engine:
                         st.first_audio.observe(now - s.first_push)
                 s.outbox.put(out)
 
-    def _due(self, served: Served, now: float) -> list[_Request]:
+    def _batch_due(self, served: Served, kind: str, ready: list[Stream], now: float) -> bool:
+        """Whether a stream batch should run now rather than wait for more streams' frames
+        (else the time it will be due is noted for the worker's wait)."""
+        if len(ready) >= self.settings.max_batch or any(s.first_output is None for s in ready):
+            return True
+        runner = served.runners[kind]
+        if all(runner.ready(s) for s in served.streams if s.kind == kind and s.state == "open"):
+            return True
+        due = min(s.waiting_since for s in ready) + self.settings.step_wait_ms / 1000
+        if now >= due:
+            return True
+        self._due_at = due if self._due_at is None else min(self._due_at, due)
+        return False
+
+    def _due(self, served: Served, now: float, windows: bool = True) -> list[_Request]:
         """The next offline batch, if its window has passed: the oldest request and those of
         its kind after it, within the batch limits."""
         q, s = served.requests, self.settings
         if not q:
             return []
-        if now - q[0].arrived < s.batch_wait_ms / 1000 and len(q) < s.max_offline_batch:
+        if windows and now - q[0].arrived < s.batch_wait_ms / 1000 and \
+                len(q) < s.max_offline_batch:
+            due = q[0].arrived + s.batch_wait_ms / 1000
+            self._due_at = due if self._due_at is None else min(self._due_at, due)
             return []
         kind, batch, seconds = q[0].kind, [], 0.0
         for r in list(q):
@@ -430,13 +492,6 @@ class Engine:
                     return True
         return False
 
-    def _wait_seconds(self) -> float | None:
-        """Until the oldest offline request's window passes (None: no request waits)."""
-        arrived = [m.requests[0].arrived for m in self.models.values() if m.requests]
-        if not arrived:
-            return None
-        return max(0.0, min(arrived) + self.settings.batch_wait_ms / 1000 - time.monotonic())
-
     def _loop(self) -> None:
         while True:
             with self.cond:
@@ -444,10 +499,9 @@ class Engine:
                     self.cond.wait()
                 if self.stopping and not self._has_work():
                     return
-                wait = self._wait_seconds()
-            if not self.step() and wait:
-                with self.cond:
-                    self.cond.wait(wait)
+            if not self._step(windows=True) and self._due_at is not None:
+                with self.cond:  # a push or a request wakes it earlier
+                    self.cond.wait(max(0.0, self._due_at - time.monotonic()))
 
     # -- shutdown ------------------------------------------------------------------------------
     def close(self, timeout: float = 30.0) -> bool:

@@ -9,6 +9,7 @@ once.
 from __future__ import annotations
 
 import asyncio
+import gc
 import ipaddress
 import logging
 import signal
@@ -41,6 +42,8 @@ def serve(engine: Engine, settings: ServerSettings, host: str = "127.0.0.1", por
                             ws_max_size=settings.max_message_bytes,
                             timeout_graceful_shutdown=max(1, int(settings.drain_timeout)))
     server = _draining_server(config, state, ready)
+    gc.collect()
+    gc.freeze()  # the loaded models and libraries: no full collection walks them again
     server.run()
     engine.close(timeout=5)
 

@@ -3,6 +3,7 @@
     with engine.open_decode_stream("s2") as s:    # a slot is leased for the stream
         s.push(tokens)                             # integer [K, t], any t >= 1, as they come
         pcm = s.read()                             # float32 [samples], in order, as decoded
+        ready = s.available()                      # what is there now, without waiting
         ...
         s.finish()                                 # end of input: what is held back follows
         for pcm in s: ...                          # the rest, until the end
@@ -76,6 +77,14 @@ class Outbox:
                 raise TimeoutError("no output within the timeout")
             return self._pop()
 
+    def take_ready(self) -> list:
+        """Every output already there, without waiting (up to an end or error, which stay)."""
+        with self.cond:
+            out = []
+            while self.items and isinstance(self.items[0], np.ndarray):
+                out.append(self._pop())
+            return out
+
     async def aget(self):
         loop = asyncio.get_running_loop()
         while True:
@@ -115,6 +124,7 @@ class Stream:
         self.frames_out = 0
         self.samples_out = 0
         self.held = 0  # input units (frames or samples) waiting for the engine
+        self.waiting_since = 0.0  # when the oldest waiting input came
 
     # -- the user's side -----------------------------------------------------------------------
     def finish(self) -> None:
@@ -129,6 +139,10 @@ class Stream:
         """The next output, in order; None once the stream has ended. Raises the stream's error
         if it failed, TimeoutError after `timeout` seconds without output."""
         return self._unwrap(self.outbox.get(timeout))
+
+    def available(self) -> list[np.ndarray]:
+        """The outputs decoded so far and not yet read, without waiting ([] if none)."""
+        return self.outbox.take_ready()
 
     async def aread(self) -> np.ndarray | None:
         return self._unwrap(await self.outbox.aget())
