@@ -12,7 +12,6 @@ Every bad request gets a 4xx with {"error": message}; the engine and other clien
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hmac
 import io
 import json
@@ -30,6 +29,7 @@ from ..codes import Codes, codes_to_bytes
 from ..errors import AudiotokError
 from .engine import Engine
 from .metrics import metrics_text
+from .page import mount_page
 from .protocol import (
     check_sample_format,
     codes_from_body,
@@ -88,7 +88,8 @@ def create_app(engine: Engine, settings: ServerSettings | None = None):
     app = FastAPI(title="audiotok", version=__version__, docs_url=None, redoc_url=None)
     app.state.audiotok = state
 
-    open_paths = {"/healthz", "/readyz", "/"}
+    open_paths = {"/healthz", "/readyz", "/", "/page/index.html", "/page/app.js",
+                  "/page/style.css"}
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
@@ -255,10 +256,7 @@ def create_app(engine: Engine, settings: ServerSettings | None = None):
     async def ws_encode(websocket: WebSocket):
         await stream_encode_ws(websocket, state)
 
-    with contextlib.suppress(ImportError):
-        from .page import mount_page
-
-        mount_page(app, state)
+    mount_page(app, state)
     return app
 
 
