@@ -35,14 +35,27 @@ class WindowSettings:
                              f"got {self.left}, {self.chunk}, {self.lookahead}")
 
 
-class CausalDecode:
-    """S2 decode streams in batch slots: every frame decoded once, exactly."""
+class _Slotted:
+    """A causal codec's streams of one kind in batch slots (SlotTable over the model's
+    `stream_roots(kind)`)."""
+
+    kind = ""
 
     def __init__(self, codec, capacity: int, max_frames: int):
         self.codec = codec
         self.max_frames = max_frames
-        self.table = SlotTable(codec.model, lambda m: m.stream_roots("decode"), capacity,
+        self.table = SlotTable(codec.model, lambda m: m.stream_roots(self.kind), capacity,
                                codec.device)
+
+    def warm(self, slots: list[int], frames: int) -> None:
+        """Run `frames` frames of silence on `slots` (Engine.warmup)."""
+        self.run([SimpleNamespace(slot=s) for s in slots], [self._silence(frames)] * len(slots))
+
+
+class CausalDecode(_Slotted):
+    """S2 decode streams in batch slots: every frame decoded once, exactly."""
+
+    kind = "decode"
 
     def ready(self, s: DecodeStream) -> bool:
         return s.held > 0
@@ -50,9 +63,8 @@ class CausalDecode:
     def gather(self, s: DecodeStream) -> torch.Tensor:
         return s.take(min(s.held, self.max_frames))
 
-    def warm(self, slots: list[int], frames: int) -> None:
-        zeros = torch.zeros(self.codec.num_codebooks, frames, dtype=torch.long)
-        self.run([SimpleNamespace(slot=s) for s in slots], [zeros] * len(slots))
+    def _silence(self, frames: int) -> torch.Tensor:
+        return torch.zeros(self.codec.num_codebooks, frames, dtype=torch.long)
 
     def run(self, streams: list[DecodeStream], work: list[torch.Tensor]) -> list[np.ndarray]:
         frames = [w.shape[1] for w in work]
@@ -67,14 +79,10 @@ class CausalDecode:
         return [audio[i, 0, : n * spf] for i, n in enumerate(frames)]
 
 
-class CausalEncode:
+class CausalEncode(_Slotted):
     """S2 encode streams in batch slots: tokens as each frame's samples are complete."""
 
-    def __init__(self, codec, capacity: int, max_frames: int):
-        self.codec = codec
-        self.max_frames = max_frames
-        self.table = SlotTable(codec.model, lambda m: m.stream_roots("encode"), capacity,
-                               codec.device)
+    kind = "encode"
 
     def ready(self, s: EncodeStream) -> bool:
         return s.frames_ready() > 0 or (s.state == "finishing" and s.held > 0)
@@ -89,9 +97,8 @@ class CausalEncode:
         s.held = 0
         return np.pad(tail, (0, spf - tail.shape[0]))
 
-    def warm(self, slots: list[int], frames: int) -> None:
-        zeros = np.zeros(frames * self.codec.samples_per_frame, np.float32)
-        self.run([SimpleNamespace(slot=s) for s in slots], [zeros] * len(slots))
+    def _silence(self, frames: int) -> np.ndarray:
+        return np.zeros(frames * self.codec.samples_per_frame, np.float32)
 
     def run(self, streams: list[EncodeStream], work: list[np.ndarray]) -> list[np.ndarray]:
         spf = self.codec.samples_per_frame

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import threading
 import time
 from collections import Counter, deque
@@ -46,6 +47,8 @@ from .streams import (
     check_audio_chunk,
     check_token_chunk,
 )
+
+log = logging.getLogger("audiotok.server")
 
 
 @dataclass(frozen=True)
@@ -499,7 +502,15 @@ class Engine:
                     self.cond.wait()
                 if self.stopping and not self._has_work():
                     return
-            if not self._step(windows=True) and self._due_at is not None:
+            try:
+                ran = self._step(windows=True)
+            except Exception:  # noqa: BLE001 - a bug here must not stop every stream
+                log.exception("audiotok engine: a step failed")
+                with self.cond:
+                    self.stats.errors["EngineStepError"] += 1
+                time.sleep(0.01)
+                continue
+            if not ran and self._due_at is not None:
                 with self.cond:  # a push or a request wakes it earlier
                     self.cond.wait(max(0.0, self._due_at - time.monotonic()))
 
