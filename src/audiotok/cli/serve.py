@@ -23,7 +23,7 @@ def served_name(spec: str) -> tuple[str, str]:
         name, model = spec.split("=", 1)
         if not name or not model:
             raise click.BadParameter(f"expected NAME=PATH, got {spec!r}", param_hint="--model")
-        return name, model
+        return name, str(Path(model).resolve()) if Path(model).exists() else model
     path = Path(spec)
     if not path.exists():
         return spec, spec  # a hub name
@@ -32,8 +32,8 @@ def served_name(spec: str) -> tuple[str, str]:
         name = path.name
         if name in ("hf", "original"):  # tests/data/xcodec2_tiny/hf -> xcodec2_tiny
             name = path.parent.name
-        return name, spec
-    return (path.parent.name if path.stem in GENERIC_STEMS else path.stem), spec
+        return name, str(path)
+    return (path.parent.name if path.stem in GENERIC_STEMS else path.stem), str(path)
 
 
 @click.command()
@@ -70,13 +70,21 @@ def served_name(spec: str) -> tuple[str, str]:
               show_default=True, help="On SIGTERM, time given to open work (seconds).")
 @click.option("--window", default="10,25,10", show_default=True,
               help="Non-causal stream decoding (X-Codec2): left,chunk,lookahead frames.")
+@click.option("--ray", "on_ray", is_flag=True,
+              help="Run on Ray Serve: one engine per replica behind Ray's proxy "
+                   "(needs audiotok[ray]).")
+@click.option("--replicas", type=click.IntRange(min=1), default=None,
+              help="With --ray: replicas (default: one per GPU on CUDA, else 1).")
+@click.option("--ray-address", default=None,
+              help="With --ray: the cluster to join (default: start a local instance).")
 @click.option("--no-warmup", is_flag=True,
               help="Skip running every batch size and frame count once before serving.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
           max_step_frames, batch_wait_ms, step_wait_ms, api_key, max_body_mb, max_request_seconds,
-          idle_timeout, drain_timeout, window, no_warmup, log_level):
+          idle_timeout, drain_timeout, window, on_ray, replicas, ray_address, no_warmup,
+          log_level):
     """Serve loaded codecs over HTTP and WebSocket (needs `pip install 'audiotok[serve]'`)."""
     try:
         import fastapi  # noqa: F401
@@ -101,29 +109,61 @@ def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
     if len(set(names)) != len(names):
         raise click.BadParameter(f"two models have one name ({', '.join(names)}); name them "
                                  "with NAME=PATH", param_hint="--model")
-    if threads:
+    if threads and not on_ray:
         torch.set_num_threads(threads)
     if not is_loopback(host) and not api_key:
         click.echo(f"audiotok: warning: serving on {host} without --api-key: anyone who can "
                    "reach this address can use the server", err=True)
+    engine_settings = EngineSettings(
+        max_streams=max_streams, max_batch=max_batch, max_step_frames=max_step_frames,
+        batch_wait_ms=batch_wait_ms, step_wait_ms=step_wait_ms,
+        max_request_seconds=max_request_seconds, window=windows)
+    settings = ServerSettings(api_key=api_key, max_body_bytes=int(max_body_mb * 1024 * 1024),
+                              idle_timeout=idle_timeout, drain_timeout=drain_timeout)
+    if on_ray:
+        _serve_on_ray(named, device, dtype, threads, engine_settings, settings, host, port,
+                      replicas, ray_address, not no_warmup)
+        return
     try:
         codecs = {name: load(model, device=device, dtype=getattr(torch, dtype))
                   for name, model in named}
-        engine = Engine(codecs, EngineSettings(
-            max_streams=max_streams, max_batch=max_batch, max_step_frames=max_step_frames,
-            batch_wait_ms=batch_wait_ms, step_wait_ms=step_wait_ms,
-            max_request_seconds=max_request_seconds,
-            window=windows))
+        engine = Engine(codecs, engine_settings)
     except (AudiotokError, OSError, ValueError) as e:
         fail(one_line(e))
         sys.exit(1)
     if not no_warmup:
         seconds = engine.warmup()
         click.echo(f"audiotok: warmed up in {seconds:.1f} s", err=True)
-    settings = ServerSettings(api_key=api_key, max_body_bytes=int(max_body_mb * 1024 * 1024),
-                              idle_timeout=idle_timeout, drain_timeout=drain_timeout)
 
     def ready(bound: int) -> None:
         click.echo(f"audiotok: serving {', '.join(names)} on http://{host}:{bound}", err=True)
 
     run(engine, settings, host, port, log_level, ready)
+
+
+def _serve_on_ray(named, device, dtype, threads, engine_settings, settings, host, port,
+                  replicas, ray_address, warmup) -> None:
+    try:
+        import ray  # noqa: F401
+        from ray import serve  # noqa: F401
+    except ImportError:
+        fail("--ray needs Ray Serve: pip install 'audiotok[ray]'")
+        sys.exit(1)
+    from ..server.ray_serve import serve_on_ray
+
+    if port == 0:  # Ray's proxy needs a port number up front
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind((host, 0))
+            port = sock.getsockname()[1]
+    names = ", ".join(n for n, _ in named)
+
+    def ready(bound: int, count: int) -> None:
+        click.echo(f"audiotok: serving {names} on http://{host}:{bound} (Ray Serve, {count} "
+                   "replicas)", err=True)
+
+    serve_on_ray(named, device=device, dtype=dtype, threads=threads,
+                 engine_settings=engine_settings, server_settings=settings, host=host,
+                 port=port, replicas=replicas, ray_address=ray_address, warmup=warmup,
+                 ready=ready)
