@@ -362,3 +362,41 @@ def test_xcodec2_windowed_stream_has_exact_length(xc_codec):
         assert audio.shape == offline.shape, window
         if window.chunk >= 83:
             assert np.abs(audio - offline).max() <= TOL
+
+
+def test_a_long_backlog_does_not_pad_every_row(s2_codec):
+    """A stream that pushed 60 frames at once (a model ahead of real time) next to three
+    real-time streams with one frame each: steps take one frame per row (the lower median), so
+    the real-time streams are not padded to 8 frames; everyone still ends exact."""
+    engine = Engine({"s2": s2_codec}, EngineSettings(max_step_frames=8), start=False)
+    ahead = engine.open_decode_stream("s2")
+    live = [engine.open_decode_stream("s2") for _ in range(3)]
+    tokens = random_tokens(s2_codec, 60, 1)
+    ahead.push(tokens)
+    ahead.finish()
+    runner = engine.models["s2"].runners["decode"]
+    run, widths = runner.run, []
+
+    def recording(streams, work):
+        widths.append(max(w.shape[1] for w in work))
+        return run(streams, work)
+
+    runner.run = recording
+    live_tokens = [random_tokens(s2_codec, 6, 10 + i) for i in range(3)]
+    outs = {id(s): [] for s in (ahead, *live)}
+    for f in range(6):
+        for s, t in zip(live, live_tokens, strict=True):
+            s.push(t[:, f: f + 1])
+        engine.step()
+        for s in (ahead, *live):
+            outs[id(s)] += drain(s)
+    assert widths == [1] * 6  # with 3 of 4 rows at one frame, no row is padded
+    for s in live:
+        s.finish()
+    while engine.step():
+        for s in (ahead, *live):
+            outs[id(s)] += drain(s)
+    assert max(widths[6:]) == 8  # alone, the backlog goes 8 frames per step
+    for s, t in ((ahead, tokens), *zip(live, live_tokens, strict=True)):
+        want = s2_codec.decode(t)[0, 0].numpy()
+        assert np.abs(np.concatenate(outs[id(s)]) - want).max() <= TOL

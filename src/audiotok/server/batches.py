@@ -1,8 +1,13 @@
 """How one engine step runs a batch of streams of one kind, and how offline requests batch.
 
-Each runner has three parts: `ready(stream)` (work waiting), `gather(stream)` (take that work
-out of the stream, under the engine's lock) and `run(streams, work)` (the model call, outside
-the lock; one output per stream, or None where a stream has nothing to output yet).
+Each runner has: `ready(stream)` (work waiting), `gather(streams)` (take that work out of the
+streams, under the engine's lock) and `run(streams, work)` (the model call, outside the lock;
+one output per stream).
+
+A causal step pads every row to the same number of frames, so one stream with a long backlog (a
+language model that runs ahead of real time) must not make every row of every step that long:
+a step takes the lower median of the streams' waiting frames (at most `max_frames`), and a
+stream with more waiting gets the rest in later steps.
 """
 
 from __future__ import annotations
@@ -51,6 +56,10 @@ class _Slotted:
         """Run `frames` frames of silence on `slots` (Engine.warmup)."""
         self.run([SimpleNamespace(slot=s) for s in slots], [self._silence(frames)] * len(slots))
 
+    def step_frames(self, waiting: list[int]) -> int:
+        """Frames per row for a step whose streams have `waiting` frames each."""
+        return max(1, min(self.max_frames, sorted(waiting)[(len(waiting) - 1) // 2]))
+
 
 class CausalDecode(_Slotted):
     """S2 decode streams in batch slots: every frame decoded once, exactly."""
@@ -60,8 +69,9 @@ class CausalDecode(_Slotted):
     def ready(self, s: DecodeStream) -> bool:
         return s.held > 0
 
-    def gather(self, s: DecodeStream) -> torch.Tensor:
-        return s.take(min(s.held, self.max_frames))
+    def gather(self, streams: list[DecodeStream]) -> list[torch.Tensor]:
+        n = self.step_frames([s.held for s in streams])
+        return [s.take(min(s.held, n)) for s in streams]
 
     def _silence(self, frames: int) -> torch.Tensor:
         return torch.zeros(self.codec.num_codebooks, frames, dtype=torch.long)
@@ -87,10 +97,14 @@ class CausalEncode(_Slotted):
     def ready(self, s: EncodeStream) -> bool:
         return s.frames_ready() > 0 or (s.state == "finishing" and s.held > 0)
 
-    def gather(self, s: EncodeStream) -> np.ndarray:
+    def gather(self, streams: list[EncodeStream]) -> list[np.ndarray]:
+        n = self.step_frames([max(1, s.frames_ready()) for s in streams])
+        return [self._take(s, n) for s in streams]
+
+    def _take(self, s: EncodeStream, limit: int) -> np.ndarray:
         n = s.frames_ready()
         if n > 0:
-            return s.take(min(n, self.max_frames))
+            return s.take(min(n, limit))
         spf = self.codec.samples_per_frame  # finishing: the last partial frame, zero-padded
         tail = np.concatenate(list(s.pending))
         s.pending.clear()
@@ -130,7 +144,10 @@ class WindowedDecode:
         w = self.window
         return new >= w.chunk + w.lookahead or (s.state == "finishing" and new > 0)
 
-    def gather(self, s: DecodeStream) -> tuple[torch.Tensor, int, int]:
+    def gather(self, streams: list[DecodeStream]) -> list[tuple[torch.Tensor, int, int]]:
+        return [self._window(s) for s in streams]
+
+    def _window(self, s: DecodeStream) -> tuple[torch.Tensor, int, int]:
         """(window tokens [K, n], offset of the first output frame in it, frames to output)."""
         if s.held:
             s.history = torch.cat([s.history, s.take(s.held)], 1)

@@ -10,7 +10,8 @@ concurrent streams batched step by step, and offline requests batched in short w
 
 Each step runs, for every model and stream kind, one batch of the streams that have work: new
 streams first (first audio), then those whose real-time playback would run dry soonest; at most
-`max_batch` streams, each with at most `max_step_frames` frames. A batch waits up to
+`max_batch` streams, each with the lower median of their waiting frames (at most
+`max_step_frames`; see batches.py). A batch waits up to
 `step_wait_ms` for the frames of other open streams (streams push at their own moments; without
 the wait, each step would run one or two of them), unless a new stream waits for its first
 audio or every open stream has frames waiting. Between stream steps, at most
@@ -354,7 +355,7 @@ class Engine:
                         continue
                     ready.sort(key=Stream.deadline)
                     batch = ready[: self.settings.max_batch]
-                    jobs.append((served, kind, batch, [runner.gather(s) for s in batch]))
+                    jobs.append((served, kind, batch, runner.gather(batch)))
                 requests = self._due(served, now, windows)
                 if requests:
                     jobs.append((served, "offline", requests, None))
