@@ -217,39 +217,37 @@ def test_websocket_decode_equals_offline(client, s2_codec, xc_codec):
     assert audio.shape == (90 * 320,) and done["samples"] == 90 * 320
 
 
-def test_websocket_encode_equals_offline(client, s2_codec):
-    x, rate = sf.read(SPEECH, dtype="float32")  # 22.05 kHz: resampled in the stream
+def ws_encode(client, audio, chunk, **start):
+    """Tokens [K, T] of mono f32 audio sent over /v1/stream/encode `chunk` samples at a time."""
     with client.websocket_connect("/v1/stream/encode") as ws:
-        ws.send_json({"type": "start", "model": "s2", "sample_rate": rate,
-                      "sample_format": "f32le", "token_format": "json"})
+        ws.send_json({"type": "start", "model": "s2", "sample_format": "f32le", **start})
         assert ws.receive_json()["type"] == "ready"
-        for a in range(0, x.size, 3000):
-            ws.send_bytes(x[a: a + 3000].astype("<f4").tobytes())
+        for a in range(0, audio.size, chunk):
+            ws.send_bytes(audio[a: a + chunk].astype("<f4").tobytes())
         ws.send_json({"type": "end"})
         tokens = []
         while (doc := ws.receive_json())["type"] == "tokens":
             tokens.append(np.array(doc["tokens"]))
-    got = np.concatenate(tokens, 1)
-    import soxr  # the stream resamples as it goes: soxr's stream, whatever the chunking
-
-    whole = soxr.ResampleStream(rate, 44100, 1, dtype="float32", quality="HQ")
-    x44 = whole.resample_chunk(x, last=True)
-    np.testing.assert_array_equal(got, s2_codec.encode(torch.from_numpy(x44)).tokens[0])
-    with client.websocket_connect("/v1/stream/encode") as ws:  # at the codec's rate: exact
-        y = s2_codec.encode(str(SPEECH)).tokens  # reference through the library
-        from audiotok.audio import resample
-        x44 = resample(x, rate, 44100)
-        ws.send_json({"type": "start", "model": "s2", "sample_format": "f32le"})
-        ws.receive_json()
-        for a in range(0, x44.size, 5000):
-            ws.send_bytes(x44[a: a + 5000].astype("<f4").tobytes())
-        ws.send_json({"type": "end"})
-        tokens = []
-        while (doc := ws.receive_json())["type"] == "tokens":
-            tokens.append(np.array(doc["tokens"]))
-        np.testing.assert_array_equal(np.concatenate(tokens, 1), y[0].numpy())
+        assert doc["type"] == "done"
         with pytest.raises(WebSocketDisconnect):
             ws.receive_json()
+    return np.concatenate(tokens, 1)
+
+
+def test_websocket_encode_equals_offline(client, s2_codec):
+    import soxr
+
+    from audiotok.audio import resample
+
+    x, rate = sf.read(SPEECH, dtype="float32")  # 22.05 kHz: resampled in the stream
+    got = ws_encode(client, x, 3000, sample_rate=rate, token_format="json")
+    # the stream resamples as it goes: soxr's stream, whatever the chunking
+    x44 = soxr.ResampleStream(rate, 44100, 1, dtype="float32", quality="HQ").resample_chunk(
+        x, last=True)
+    np.testing.assert_array_equal(got, s2_codec.encode(torch.from_numpy(x44)).tokens[0])
+    # at the codec's rate: exactly the library's encode of the file
+    got = ws_encode(client, resample(x, rate, 44100), 5000)
+    np.testing.assert_array_equal(got, s2_codec.encode(str(SPEECH)).tokens[0].numpy())
 
 
 @pytest.mark.parametrize("messages, code, text", [
