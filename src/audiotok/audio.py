@@ -187,7 +187,7 @@ def _item(x: torch.Tensor, rate: int, target_rate: int, name: str) -> AudioItem:
         first = int(bad.any(0).nonzero()[0])
         raise AudioError(f"{name}: audio contains NaN or Inf (first at sample {first})")
     mono = x.mean(0) if channels > 1 else x[0]
-    if rate != target_rate:
+    if target_rate is not None and rate != target_rate:  # None: keep the input's rate
         mono = torch.from_numpy(resample(mono.cpu().numpy(), rate, target_rate)).to(x.device)
     if mono.numel() == 0:
         raise AudioError(f"{name}: too short: {n} samples at {rate} Hz give no sample at "

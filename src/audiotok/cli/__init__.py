@@ -7,6 +7,7 @@ import click
 from .._version import __version__
 from .bench import bench
 from .convert import decode, encode, reconstruct
+from .eval import eval_command
 from .info import info
 from .serve import serve
 from .tokenize import tokenize
@@ -15,10 +16,10 @@ from .tokenize import tokenize
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="audiotok")
 def main() -> None:
-    """Neural audio codec tokenizers: audio <-> tokens with the S2 Pro codec."""
+    """Neural audio codec tokenizers: audio <-> tokens with the S2 Pro codec and X-Codec2."""
 
 
-for command in (encode, decode, reconstruct, bench, tokenize, info, serve):
+for command in (encode, decode, reconstruct, bench, tokenize, eval_command, info, serve):
     main.add_command(command)
 
 __all__ = ["main"]

@@ -28,7 +28,7 @@ class Decoded:
 
 @dataclass(frozen=True)
 class ReadSettings:
-    target_rate: int
+    target_rate: int | None  # None: keep each item's own rate
     min_seconds: float = 0.0
     dataset: str | None = None  # datasets folder, for items with a row
     audio_column: str | None = None

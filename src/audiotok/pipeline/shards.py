@@ -213,11 +213,11 @@ class RunLock:
     _guard = threading.Lock()
     file = None
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, what: str = "tokenize"):
         self.key = str(path.resolve())
         with self._guard:
             if self.key in self._held:
-                raise OutputError(f"{path.parent}: another tokenize run is writing here "
+                raise OutputError(f"{path.parent}: another {what} run is writing here "
                                   f"(in this process, pid {os.getpid()})")
             f = open(path, "a+")  # noqa: SIM115 - held until release(); "a+" keeps the pid
             try:
@@ -229,7 +229,7 @@ class RunLock:
                 if e.errno not in (errno.EACCES, errno.EAGAIN):
                     raise OutputError(f"{path}: cannot lock: {e.strerror}") from None
                 who = f" (pid {holder})" if holder.isdigit() else ""
-                raise OutputError(f"{path.parent}: another tokenize run{who} is writing "
+                raise OutputError(f"{path.parent}: another {what} run{who} is writing "
                                   "here") from None
             f.truncate(0)
             f.write(f"{os.getpid()}\n")
