@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import audiotok
+from audiotok.errors import AudiotokError
 from tests.conftest import S2_TINY, XCODEC2_TINY
 
 
@@ -48,3 +49,10 @@ def test_xcodec2_bfloat16(xc_golden):
 def test_integer_dtype_rejected():
     with pytest.raises(ValueError, match="floating"):
         audiotok.load(S2_TINY / "codec.pth", dtype=torch.int8)
+
+
+def test_dtype_by_name():
+    codec = audiotok.load(S2_TINY / "codec.pth", dtype="bfloat16")
+    assert codec.dtype == torch.bfloat16
+    with pytest.raises(AudiotokError, match="unknown dtype 'float8'"):
+        audiotok.load(S2_TINY / "codec.pth", dtype="float8")

@@ -292,7 +292,7 @@ def measure(reference: np.ndarray | Resampled, ref_rate: int | None, degraded: n
     for name in metric_names(metrics):
         m = METRICS[name]
         if seconds < m.min_seconds:
-            skipped[name] = f"too short: {seconds:.3f} s, {name} needs {m.min_seconds:g} s"
+            skipped[name] = f"too short: {seconds:.3f} s (needs {m.min_seconds:g} s)"
             continue
         r = ref.at(m.rate)
         try:

@@ -94,13 +94,18 @@ def tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
                     ["model", f"tokens equal to {ref}", f"decode SNR vs {ref}, dB"], rows))
     skips = []
     for n in names:
-        for value, stats in sysd[n]["metrics"].items():
-            for why, count in stats.get("skipped", {}).items():
-                skips.append([n, value, str(count), why])
-        for why, count in sysd[n]["error_reasons"].items():
-            skips.append([n, "(item failed)", str(count), why])
+        reasons: dict[str, list] = {}  # reason -> [items, metrics]
+        for metric in summary["metrics"]:
+            value = summary["metrics"][metric]["values"][0]
+            for why, count in sysd[n]["metrics"][value].get("skipped", {}).items():
+                entry = reasons.setdefault(why, [count, []])
+                entry[1].append(metric)
+        skips += [[n, ", ".join(metrics), str(count), why]
+                  for why, (count, metrics) in reasons.items()]
+        skips += [[n, "(item failed)", str(count), why]
+                  for why, count in sysd[n]["error_reasons"].items()]
     if skips:
-        out.append(("Skipped and failed", ["model", "metric", "items", "reason"], skips))
+        out.append(("Skipped and failed", ["model", "metrics", "items", "reason"], skips))
     return out
 
 
@@ -114,7 +119,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 def _intro(summary: dict) -> list[str]:
     s = summary["settings"]
     run = summary.get("run", {})
-    lines = [f"Source: `{summary['source']}`, {summary['num_items']} items. Precision "
+    lines = [f"Source: {summary['source']}, {summary['num_items']} items. Precision "
              f"{s['dtype']}" + (f", reference {s['reference_dtype']}" if s["reference_dtype"]
                                 else "") + f". audiotok {summary['audiotok_version']}."]
     if run:
@@ -157,7 +162,8 @@ def html_report(summary: dict, examples: list[dict], usage: dict[str, Path | Non
     e = html.escape
     body = ["<h1>audiotok eval report</h1>"] + [f"<p>{e(x)}</p>" for x in _intro(summary)]
     for title, header, rows in tables(summary):
-        body.append(f"<h2>{e(title)}</h2><table><thead><tr>"
+        cls = "text" if header[-1] in ("definition", "reason") else "num"
+        body.append(f"<h2>{e(title)}</h2><table class={cls}><thead><tr>"
                     + "".join(f"<th>{e(h)}</th>" for h in header) + "</tr></thead><tbody>"
                     + "".join("<tr>" + "".join(f"<td>{e(c)}</td>" for c in r) + "</tr>"
                               for r in rows) + "</tbody></table>")
@@ -171,7 +177,7 @@ def html_report(summary: dict, examples: list[dict], usage: dict[str, Path | Non
             body.append(f"<h3>{e(ex['id'])}</h3><div class=players>")
             for entry in ex["audio"]:
                 body.append(f"<figure><figcaption>{e(entry['name'])}</figcaption>"
-                            f'<audio controls preload="none" src="{entry["uri"]}"></audio>'
+                            f'<audio controls preload="metadata" src="{entry["uri"]}"></audio>'
                             "</figure>")
             body.append("</div>")
             if ex["figure"]:
@@ -179,8 +185,10 @@ def html_report(summary: dict, examples: list[dict], usage: dict[str, Path | Non
                             f'src="{_data_uri(ex["figure"])}">')
     style = ("body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px;color:#222}"
              "table{border-collapse:collapse;margin:.5em 0 1.5em}"
-             "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:right}"
-             "th:first-child,td:first-child{text-align:left}th{background:#f2f2f2}"
+             "th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left}"
+             "table.num td,table.num th{text-align:right}"
+             "table.num td:first-child,table.num th:first-child{text-align:left}"
+             "th{background:#f2f2f2}"
              "img{max-width:100%}.players{display:flex;flex-wrap:wrap;gap:1em}"
              "figure{margin:.3em}")
     return ("<!doctype html><html lang=en><head><meta charset=utf-8>"

@@ -104,7 +104,20 @@ class OpusSystem(System):
         buf.seek(0)
         y, _ = sf.read(buf, dtype="float32")
         t2 = time.perf_counter()
-        return Output(y[: len(x)], OPUS_RATE, t1 - t0, t2 - t1, bits=8.0 * len(buf.getvalue()))
+        return Output(y[: len(x)], OPUS_RATE, t1 - t0, t2 - t1,
+                      bits=8.0 * ogg_audio_bytes(buf.getvalue()))
+
+
+def ogg_audio_bytes(data: bytes) -> int:
+    """Bytes of an Ogg Opus file after its two header pages (OpusHead, OpusTags): the audio
+    packets with their page framing, what a stream of this bitrate costs."""
+    pos = 0
+    for _ in range(2):
+        if data[pos: pos + 4] != b"OggS":
+            raise AudiotokError("not an Ogg stream")
+        segments = data[pos + 26]
+        pos += 27 + segments + sum(data[pos + 27: pos + 27 + segments])
+    return len(data) - pos
 
 
 class ResampleSystem(System):

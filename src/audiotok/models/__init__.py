@@ -12,6 +12,7 @@ from ..checkpoint import read_json
 from ..codec import Codec
 from ..errors import CheckpointError
 from ..hub import resolve
+from ..nn.precision import parse_dtype
 from .s2.codec import S2Codec
 from .xcodec2.codec import XCodec2Codec
 from .xcodec2.weights import layout_of
@@ -39,7 +40,8 @@ def detect_family(path: Path) -> str:
     return "s2"
 
 
-def load(name_or_path: str | os.PathLike, *, device=None, dtype: torch.dtype = torch.float32,
+def load(name_or_path: str | os.PathLike, *, device=None,
+         dtype: torch.dtype | str = torch.float32,
          config=None, codec: str | None = None, cuda_graphs: bool = False) -> Codec:
     """Load a codec by name ("s2-pro", "xcodec2", "xcodec2-hf": fetched from the Hugging Face
     Hub) or from a local checkpoint file or directory.
@@ -47,8 +49,10 @@ def load(name_or_path: str | os.PathLike, *, device=None, dtype: torch.dtype = t
     config: overrides the configuration found in the files. codec: "s2" or "xcodec2", to skip
     detection (a checkpoint of the other codec is then an error). cuda_graphs: on a CUDA
     device, replay encode/decode calls as CUDA graphs cached per input shape (no effect
-    elsewhere; see nn/cuda_graphs.py).
+    elsewhere; see nn/cuda_graphs.py). dtype: a torch dtype or its name ("bfloat16").
     """
+    if isinstance(dtype, str):
+        dtype = parse_dtype(dtype)
     path, preset = resolve(name_or_path)
     family = preset.codec if preset else detect_family(path)
     if codec is not None:
