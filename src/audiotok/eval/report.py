@@ -38,6 +38,8 @@ def write_reports(root: Path, summary: dict, results: list[dict], systems, items
 def _fmt(x: float) -> str:
     if x is None or not math.isfinite(x):
         return "-"
+    if x == 0:
+        return "0"
     a = abs(x)
     return f"{x:.0f}" if a >= 100 else f"{x:.2f}" if a >= 1 else f"{x:.3f}" if a >= 0.01 else \
         f"{x:.2e}"
