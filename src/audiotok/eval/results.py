@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import AudiotokError
 from ..fileio import atomic_output
-from ..pipeline.shards import RunLock
+from ..pipeline.shards import LockedFolder, load_header
 
 FORMAT = "audiotok-eval"
 FORMAT_VERSION = 1
@@ -43,20 +43,11 @@ def slug(name: str) -> str:
     return safe
 
 
-class ResultsDir:
+class ResultsDir(LockedFolder):
     """An eval folder opened for one run (holds the folder's lock until close)."""
 
-    def __init__(self, root: str | os.PathLike, header: dict, *, overwrite: bool = False):
-        self.root = Path(root)
-        if self.root.exists() and not self.root.is_dir():
-            raise EvalOutputError(f"{self.root}: exists and is not a folder")
-        self.root.mkdir(parents=True, exist_ok=True)
-        self._lock = RunLock(self.root / ".lock", "eval")
-        try:
-            self._open(header, overwrite)
-        except BaseException:
-            self._lock.release()
-            raise
+    what = "eval"
+    error = EvalOutputError
 
     def _open(self, header: dict, overwrite: bool) -> None:
         old = self._read_run()
@@ -84,13 +75,7 @@ class ResultsDir:
         path = self.root / RUN
         if not path.exists():
             return None
-        try:
-            run = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as e:
-            raise EvalOutputError(f"{path}: unreadable ({e})") from None
-        if not isinstance(run, dict) or run.get("format") != FORMAT:
-            raise EvalOutputError(f"{path}: not an audiotok eval folder")
-        return run
+        return load_header(path, FORMAT, EvalOutputError, "eval run file")
 
     def append(self, result: dict) -> None:
         """Record one finished (item, system): one line, written whole and synced."""

@@ -70,20 +70,33 @@ class ShardResult:
     failures: list[Failure] = field(default_factory=list)
 
 
-class OutputDir:
-    """An output folder opened for one run (holds an exclusive lock until close)."""
+class LockedFolder:
+    """An output folder opened by one run: created if missing, locked (RunLock) until close,
+    then `_open(header, overwrite)` checks or starts what the folder holds."""
+
+    what = "tokenize"  # the kind of run, for the lock's message
+    error: type[AudiotokError] = None  # raised for an unusable folder (set below)
 
     def __init__(self, root: str | os.PathLike, header: dict, *, overwrite: bool = False):
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
-            raise OutputError(f"{self.root}: exists and is not a folder")
+            raise self.error(f"{self.root}: exists and is not a folder")
         self.root.mkdir(parents=True, exist_ok=True)
-        self._lock = RunLock(self.root / ".lock")
+        self._lock = RunLock(self.root / ".lock", self.what)
         try:
             self._open(header, overwrite)
         except BaseException:
             self._lock.release()
             raise
+
+    def _open(self, header: dict, overwrite: bool) -> None:
+        raise NotImplementedError
+
+
+class OutputDir(LockedFolder):
+    """A tokenize output folder opened for one run (holds an exclusive lock until close)."""
+
+    error = OutputError
 
     def _open(self, header: dict, overwrite: bool) -> None:
         self.header = header
@@ -249,13 +262,18 @@ class RunLock:
 
 
 def _load_manifest(path: Path) -> dict:
+    return load_header(path, FORMAT, OutputError, "tokenize manifest")
+
+
+def load_header(path: Path, fmt: str, error: type[AudiotokError], what: str) -> dict:
+    """The JSON object in `path`, which must say {"format": fmt}; else `error`."""
     try:
-        manifest = json.loads(path.read_text())
+        data = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as e:
-        raise OutputError(f"{path}: unreadable manifest ({e})") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise OutputError(f"{path}: not an audiotok tokenize manifest")
-    return manifest
+        raise error(f"{path}: unreadable {what} ({e})") from None
+    if not isinstance(data, dict) or data.get("format") != fmt:
+        raise error(f"{path}: not an audiotok {what}")
+    return data
 
 
 def recorded_settings(root: str | os.PathLike) -> dict:
