@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import re
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,7 +82,14 @@ def write_audio(path: str | os.PathLike, samples: np.ndarray | torch.Tensor, sam
     kind = Path(path).suffix.lstrip(".").upper()
     kind = kind if kind in fmt else "WAV"
     with atomic_output(path) as tmp:
-        sf.write(tmp, data, sample_rate, format=kind, subtype=subtype)
+        try:
+            sf.write(tmp, data, sample_rate, format=kind, subtype=subtype)
+        except (sf.LibsndfileError, RuntimeError) as e:
+            # libsndfile reports a full disk as "System error."; say what happened
+            need = data.size * 4 + 4096
+            if shutil.disk_usage(tmp.parent).free < need:
+                raise OSError(errno.ENOSPC, f"No space left on device writing {path}") from None
+            raise OSError(f"{path}: cannot write audio ({_first_line(e)})") from None
 
 
 def write_audio_bytes(samples: np.ndarray, sample_rate: int, kind: str = "WAV",

@@ -251,3 +251,47 @@ def test_kill_9_and_resume(tmp_path):
         tmp_path / "clean"))
     assert not list(out.glob("**/.*.tmp"))
     shutil.rmtree(tmp_path / "clean")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1200 KB tmpfs (root only), grown later with remount."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1200k", "tmpfs", str(mnt)],
+                       capture_output=True)
+    if p.returncode:
+        pytest.skip(f"cannot mount a tmpfs here ({p.stderr.decode().strip()})")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], check=True)
+
+
+def test_full_disk_stops_and_resumes(corpus, tmp_path, small_disk):
+    """The disk fills while writing an example: the run stops with the OS error, leaves no
+    temporary file and no item marked failed for it; with space again, a rerun finishes and
+    equals a clean run."""
+    kw = dict(metrics=("snr",), examples=3, progress=False)
+    models = ["resample:16k", S2_MODEL]
+    out = small_disk / "out"
+    with pytest.raises(OSError, match="No space left"):
+        evaluate(corpus, models, out, **kw)
+    assert not list(out.glob("**/.*.tmp"))
+    assert all("No space" not in r.get("error", "") for r in read_results(out))
+    subprocess.run(["mount", "-o", "remount,size=20m", str(small_disk)], check=True)
+    summary = evaluate(corpus, models, out, **kw)
+    assert summary["run"]["done_before"] > 0
+    evaluate(corpus, models, tmp_path / "clean", **kw)
+    assert without_timing(results_by_key(out)) == without_timing(results_by_key(
+        tmp_path / "clean"))
+
+
+def test_manifest_source(corpus, tmp_path):
+    """A JSONL manifest is read by tokenize's own source code: ids from the manifest."""
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text(json.dumps({"id": "first", "path": str(corpus / "a/one.wav")}) + "\n"
+                        + json.dumps({"id": "second", "path": str(corpus / "b/three.wav")}) + "\n")
+    s = evaluate(manifest, ["opus:12k"], tmp_path / "out", metrics=("snr",), examples=0,
+                 progress=False)
+    assert set(results_by_key(tmp_path / "out")) == {("first", "opus:12k"),
+                                                     ("second", "opus:12k")}
+    assert s["systems"]["opus:12k"]["items"] == 2

@@ -172,17 +172,21 @@ def _item(run: Run, item, read: ReadSettings, bar) -> None:
             row.update(metrics=values, skipped=skipped, encode_seconds=result.encode_seconds,
                        decode_seconds=result.decode_seconds, bits=result.bits)
             if isinstance(s, CodecSystem):
-                out.save_tokens(s.name, item.index, result.tokens)
                 row["frames"] = int(result.tokens.shape[1])
                 if s.reference is not None:
                     row["precision"] = s.precision(audio, rate, result)
-            if example:
-                _save_example(out.root, s.name, item.index, result.audio, result.rate)
         except Exception as e:  # noqa: BLE001 - one item's failure is that item's line
             text = " ".join(str(e).split()) or type(e).__name__
             if not isinstance(e, (AudiotokError, MetricError)):
                 text = f"{type(e).__name__}: {text}"
-            row = {**base, "system": s.name, "error": text}
+            _record(run, {**base, "system": s.name, "error": text}, bar)
+            continue
+        # writing our own files is not the item's fault: a full disk stops the run (a rerun
+        # continues from the last recorded line)
+        if isinstance(s, CodecSystem):
+            out.save_tokens(s.name, item.index, result.tokens)
+        if example:
+            _save_example(out.root, s.name, item.index, result.audio, result.rate)
         _record(run, row, bar)
 
 
