@@ -107,10 +107,14 @@ def test_rerun_skips_and_torn_line_is_measured_again(corpus, tmp_path):
     kw = dict(metrics=("snr", "pesq_wb"), examples=0, progress=False)
     evaluate(corpus, ["opus:12k", "resample:16k"], out, **kw)
     first = results_by_key(out)
-    again = evaluate(corpus, ["opus:12k", "resample:16k"], out, **kw)
+    again = evaluate(corpus, ["opus:12k", "resample:16k"], out, **{**kw, "examples": 1})
     assert (again["run"]["measured"], again["run"]["failed"], again["run"]["done_before"]) == \
         (0, 0, 14)
     assert results_by_key(out) == first
+    # examples asked for on a rerun are made for the report then
+    for name in ("original", "opus:12k", "resample:16k"):
+        assert example_path(out, name, 0).exists()
+    assert (out / "report.html").read_text().count("<audio") == 3
     data = (out / RESULTS).read_bytes()
     lines = data.splitlines(keepends=True)
     (out / RESULTS).write_bytes(b"".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])

@@ -20,11 +20,12 @@ EXAMPLE_SECONDS = 20.0  # audio and spectrograms of an example are cut to this
 
 
 def write_reports(root: Path, summary: dict, results: list[dict], systems, items,
-                  examples: int, counts: dict) -> None:
+                  examples: int, counts: dict, read) -> None:
     """Write DIR/report.md (figures as DIR/figures/*.png) and DIR/report.html (all inline).
-    counts: each codec system's TokenCounts (for the codebook-usage plots)."""
+    counts: each codec system's TokenCounts (for the codebook-usage plots); read: how the
+    run read items (ReadSettings), to make examples a rerun added."""
     figures = _Figures(root / FIGURES)
-    example_rows = _examples(root, results, systems, items, examples, figures)
+    example_rows = _examples(root, results, systems, items, examples, figures, read)
     usage = {name: figures.codebook_usage(name, counts[name])
              for name, s in summary["systems"].items() if "tokens" in s}
     with atomic_output(root / "report.md") as tmp:
@@ -204,10 +205,11 @@ def _data_uri(path: Path) -> str:
 
 # -- examples and figures ---------------------------------------------------------------------
 
-def _examples(root: Path, results, systems, items, count: int, figures: _Figures) -> list[dict]:
+def _examples(root: Path, results, systems, items, count: int, figures: _Figures,
+              read) -> list[dict]:
     """Audio (saved by the run, or made now for examples added on a rerun) and spectrograms of
     the first `count` items every system measured."""
-    from ..pipeline.batching import ReadSettings, read_item
+    from ..pipeline.batching import read_item
     from .runner import _save_example, example_path
 
     ok = {(r["id"], r["system"]) for r in results if "error" not in r}
@@ -221,7 +223,7 @@ def _examples(root: Path, results, systems, items, count: int, figures: _Figures
         for name, system in [("original", None)] + [(s.name, s) for s in systems]:
             path = example_path(root, name, item.index)
             if not path.exists():
-                d = read_item(item, ReadSettings(None))
+                d = read_item(item, read)
                 if d.error:
                     break
                 if system is None:

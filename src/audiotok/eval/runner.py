@@ -117,7 +117,7 @@ def evaluate(source: str | os.PathLike, models, out: str | os.PathLike,
             from .report import write_reports
 
             write_reports(results.root, summary, results.results, systems, items,
-                          settings.examples, counts)
+                          settings.examples, counts, read)
         return summary
     finally:
         results.close()
