@@ -4,75 +4,24 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import gguf
 import numpy as np
 import torch
 
+from audiotok.export.gguf import gguf_metadata
+from audiotok.export.gguf import write_gguf as write_gguf_file
 from audiotok.models.s2.config import S2Config
 
 _UNSET = object()
 
 
 def s2_gguf_metadata(cfg: S2Config, frame_length: int = 2048) -> dict[str, tuple[str, object]]:
-    """key -> (GGUF type, value), as s2.cpp's exporter writes them."""
-    r = cfg.rvq_transformer
-    k = "fish_speech.codec."
-    ints = "ints"
-    return {
-        k + "sample_rate": ("u32", cfg.sample_rate),
-        k + "hop_length": ("u32", cfg.hop_length),
-        k + "frame_length": ("u32", frame_length),
-        k + "encoder_dim": ("u32", cfg.encoder_dim),
-        k + "decoder_dim": ("u32", cfg.decoder_dim),
-        k + "latent_dim": ("u32", cfg.latent_dim),
-        k + "encoder_rates": (ints, cfg.encoder_rates),
-        k + "decoder_rates": (ints, cfg.decoder_rates),
-        k + "encoder_transformer_layers": (ints, cfg.encoder_transformer_layers),
-        k + "decoder_transformer_layers": (ints, (0,) * len(cfg.decoder_rates)),
-        k + "quantizer_type": ("str", "downsample_residual_vector_quantize"),
-        k + "quantizer_input_dim": ("u32", cfg.quantizer_input_dim),
-        k + "quantizer_codebook_dim": ("u32", cfg.codebook_dim),
-        k + "quantizer_residual_codebooks": ("u32", cfg.residual_codebooks),
-        k + "quantizer_residual_codebook_size": ("u32", cfg.residual_codebook_size),
-        k + "quantizer_semantic_codebook_size": ("u32", cfg.semantic_codebook_size),
-        k + "quantizer_downsample_factor": (ints, cfg.quantizer_downsample_factor),
-        k + "transformer.block_size": ("u32", 8192),
-        k + "transformer.n_local_heads": ("i32", -1),
-        k + "transformer.head_dim": ("u32", cfg.transformer_head_dim),
-        k + "transformer.rope_freq_base": ("f32", cfg.rope_base),
-        k + "transformer.layer_norm_rms_eps": ("f32", cfg.norm_eps),
-        k + "rvq_transformer.window_size": ("u32", r.window_size),
-        k + "rvq_transformer.block_size": ("u32", 2048),
-        k + "rvq_transformer.n_layer": ("u32", r.n_layer),
-        k + "rvq_transformer.n_head": ("u32", r.n_head),
-        k + "rvq_transformer.n_local_heads": ("i32", r.n_local_heads),
-        k + "rvq_transformer.head_dim": ("u32", r.head_dim),
-        k + "rvq_transformer.dim": ("u32", r.dim),
-        k + "rvq_transformer.feed_forward_length": ("u32", r.intermediate_size),
-        k + "rvq_transformer.rope_freq_base": ("f32", r.rope_base),
-        k + "rvq_transformer.layer_norm_rms_eps": ("f32", r.norm_eps),
-    }
+    """key -> (GGUF type, value), as s2.cpp's exporter writes them (the library's exporter's
+    metadata, whose equality with the golden file tests/export/test_gguf.py checks)."""
+    return gguf_metadata(cfg, frame_length)
 
 
 def write_gguf(path: Path, arch: str, metadata: dict, tensors: dict[str, torch.Tensor]) -> None:
-    w = gguf.GGUFWriter(str(path), arch)
-    for key, (kind, value) in metadata.items():
-        if kind == "u32":
-            w.add_uint32(key, value)
-        elif kind == "i32":
-            w.add_int32(key, value)
-        elif kind == "f32":
-            w.add_float32(key, value)
-        elif kind == "str":
-            w.add_string(key, value)
-        elif kind == "ints":
-            w.add_array(key, [int(v) for v in value])
-    for name, t in tensors.items():
-        w.add_tensor(name, t.detach().cpu().numpy())
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    write_gguf_file(path, arch, metadata, tensors)
 
 
 _WN = [(".weight_g", ".weight_v"),

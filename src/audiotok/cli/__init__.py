@@ -8,6 +8,7 @@ from .._version import __version__
 from .bench import bench
 from .convert import decode, encode, reconstruct
 from .eval import eval_command
+from .export import export
 from .info import info
 from .serve import serve
 from .tokenize import tokenize
@@ -19,7 +20,8 @@ def main() -> None:
     """Neural audio codec tokenizers: audio <-> tokens with the S2 Pro codec and X-Codec2."""
 
 
-for command in (encode, decode, reconstruct, bench, tokenize, eval_command, info, serve):
+for command in (encode, decode, reconstruct, bench, tokenize, eval_command, export, info,
+                serve):
     main.add_command(command)
 
 __all__ = ["main"]
