@@ -1,0 +1,358 @@
+"""Codec tokens <-> a language model's token ids.
+
+Schemes:
+- `FishS2Ids` (fish-speech S2): the semantic codebook as the `<|semantic:i|>` tokens of the text
+  tokenizer (first id read from the tokenizer), and the prompt matrix fish-speech feeds its model:
+  row 0 the text-vocabulary ids, rows 1..K the raw codes of every codebook.
+- `LlasaIds` (Llasa / X-Codec2): `<|s_i|>` tokens framed by `<|SPEECH_GENERATION_START|>` and
+  `<|SPEECH_GENERATION_END|>`, ids read from the tokenizer.
+- `GenericIds`: an id offset per codebook, frame- or codebook-major flattening, and optionally
+  MusicGen's delay pattern (codebook k shifted right by k frames, gaps filled) with its exact
+  inverse.
+
+Every scheme maps both ways, in id form (numpy integer arrays) and text form
+(`"<|s_12|><|s_7|>"`), and names any id outside its speech range.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import AudiotokError
+
+
+class TokenIdError(AudiotokError, ValueError):
+    """Ids or text that are not speech tokens of the scheme, or a tokenizer without them."""
+
+
+# -- tokenizers --------------------------------------------------------------------------------
+
+class Vocab:
+    """token -> id of a tokenizer file: a Hugging Face `tokenizer.json` (read with the
+    `tokenizers` package), a folder holding one, or a JSON object of token -> id (fish-speech's
+    `special_tokens.json`)."""
+
+    def __init__(self, path: str | os.PathLike):
+        path = Path(path)
+        if path.is_dir():
+            for name in ("tokenizer.json", "special_tokens.json"):
+                if (path / name).is_file():
+                    path = path / name
+                    break
+            else:
+                raise TokenIdError(f"{path}: no tokenizer.json or special_tokens.json")
+        if not path.is_file():
+            raise TokenIdError(f"{path}: no such tokenizer file")
+        self.path = path
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise TokenIdError(f"{path}: not a JSON tokenizer file ({e})") from None
+        if isinstance(data, dict) and "model" in data:
+            try:
+                from tokenizers import Tokenizer
+            except ImportError:
+                raise TokenIdError("reading tokenizer.json needs the tokenizers package "
+                                   "(pip install tokenizers)") from None
+            tok = Tokenizer.from_str(json.dumps(data))
+            self._lookup = tok.token_to_id
+        elif isinstance(data, dict) and all(isinstance(v, int) for v in data.values()):
+            self._lookup = data.get
+        else:
+            raise TokenIdError(f"{path}: expected a tokenizer.json or a token -> id JSON object")
+
+    def id(self, token: str) -> int | None:
+        return self._lookup(token)
+
+    def need(self, token: str) -> int:
+        i = self.id(token)
+        if i is None:
+            raise TokenIdError(f"{self.path}: the tokenizer has no {token!r} token")
+        return i
+
+    def run(self, template: str, count: int) -> int:
+        """The id of template.format(0), checking that template.format(i) is that id + i for
+        every i < count (the scheme relies on consecutive ids)."""
+        first = self.need(template.format(0))
+        for i in range(1, count):
+            got = self.id(template.format(i))
+            if got != first + i:
+                raise TokenIdError(f"{self.path}: {template.format(i)!r} has id {got}, expected "
+                                   f"{first + i} (ids of {template.format('i')!r} must be "
+                                   "consecutive)")
+        return first
+
+
+def _ints(ids, what: str) -> np.ndarray:
+    a = np.asarray(ids)
+    if a.dtype.kind not in "iu":
+        raise TokenIdError(f"{what}: expected integer ids, got {a.dtype}")
+    return a.astype(np.int64)
+
+
+def _check_tokens(tokens, sizes: Sequence[int]) -> np.ndarray:
+    t = np.asarray(tokens)
+    if t.ndim != 2 or t.shape[0] != len(sizes) or t.dtype.kind not in "iu":
+        raise TokenIdError(f"expected integer tokens [{len(sizes)}, T], got {t.dtype} "
+                           f"{tuple(t.shape)}")
+    t = t.astype(np.int64)
+    for k, size in enumerate(sizes):
+        bad = (t[k] < 0) | (t[k] >= size)
+        if bad.any():
+            f = int(np.argmax(bad))
+            raise TokenIdError(f"token {int(t[k, f])} at codebook {k}, frame {f} is outside "
+                               f"0..{size - 1}")
+    return t
+
+
+def _outside(ids: np.ndarray, lo: int, hi: int, what: str) -> None:
+    bad = (ids < lo) | (ids >= hi)
+    if bad.any():
+        i = int(np.argmax(bad.reshape(-1)))
+        raise TokenIdError(f"id {int(ids.reshape(-1)[i])} at position {i} is not {what} "
+                           f"(ids {lo}..{hi - 1})")
+
+
+_TOKEN = re.compile(r"<\|([^|>]*)\|>")
+
+
+def _parse_text(text: str, pattern: re.Pattern, what: str) -> list[str]:
+    """The tokens of `text` in order; anything between them is an error."""
+    out, pos = [], 0
+    for m in _TOKEN.finditer(text):
+        if text[pos: m.start()].strip():
+            raise TokenIdError(f"unexpected text {text[pos: m.start()].strip()[:30]!r} after "
+                               f"character {pos}")
+        out.append(m.group(0))
+        pos = m.end()
+    if text[pos:].strip():
+        raise TokenIdError(f"unexpected text {text[pos:].strip()[:30]!r} after character {pos}")
+    for t in out:
+        if not pattern.fullmatch(t):
+            raise TokenIdError(f"{t!r} is not {what}")
+    return out
+
+
+# -- fish-speech S2 ---------------------------------------------------------------------------
+
+S2_PRO_SIZES = (4096,) + (1024,) * 9
+
+
+class FishS2Ids:
+    """fish-speech S2: `<|semantic:i|>` ids for the semantic codebook; the prompt matrix."""
+
+    name = "fish-s2"
+    TEMPLATE = "<|semantic:{}|>"
+    PATTERN = re.compile(r"<\|semantic:(\d+)\|>")
+
+    def __init__(self, semantic_begin_id: int, codebook_sizes: Sequence[int] = S2_PRO_SIZES):
+        self.begin = int(semantic_begin_id)
+        self.sizes = tuple(int(s) for s in codebook_sizes)
+
+    @classmethod
+    def from_tokenizer(cls, path, codebook_sizes: Sequence[int] = S2_PRO_SIZES):
+        return cls(Vocab(path).run(cls.TEMPLATE, codebook_sizes[0]), codebook_sizes)
+
+    @property
+    def end(self) -> int:
+        return self.begin + self.sizes[0]
+
+    def semantic_ids(self, tokens) -> np.ndarray:
+        """[T] text-vocabulary ids of the semantic codebook."""
+        return _check_tokens(tokens, self.sizes)[0] + self.begin
+
+    def to_ids(self, tokens) -> np.ndarray:
+        """The prompt matrix [K + 1, T]: row 0 `semantic_begin_id + code0`, rows 1..K the raw
+        codes of every codebook (the semantic codebook again, then the residuals)."""
+        t = _check_tokens(tokens, self.sizes)
+        return np.concatenate([t[:1] + self.begin, t])
+
+    def from_ids(self, ids) -> np.ndarray:
+        """Tokens [K, T] of a prompt matrix [K + 1, T]; or, from semantic ids [T] alone, the
+        semantic codebook [1, T]."""
+        a = _ints(ids, "ids")
+        if a.ndim == 1:
+            _outside(a, self.begin, self.end, "a <|semantic:i|> token")
+            return (a - self.begin)[None]
+        if a.ndim != 2 or a.shape[0] != len(self.sizes) + 1:
+            raise TokenIdError(f"expected a prompt matrix [{len(self.sizes) + 1}, T] or semantic "
+                               f"ids [T], got shape {a.shape}")
+        _outside(a[0], self.begin, self.end, "a <|semantic:i|> token")
+        tokens = _check_tokens(a[1:], self.sizes)
+        if not np.array_equal(a[0] - self.begin, tokens[0]):
+            f = int(np.argmax(a[0] - self.begin != tokens[0]))
+            raise TokenIdError(f"row 0 and row 1 disagree at frame {f}: semantic id "
+                               f"{int(a[0, f])} is code {int(a[0, f]) - self.begin}, row 1 says "
+                               f"{int(tokens[0, f])}")
+        return tokens
+
+    def to_text(self, tokens) -> str:
+        return "".join(self.TEMPLATE.format(int(c)) for c in _check_tokens(tokens, self.sizes)[0])
+
+    def from_text(self, text: str) -> np.ndarray:
+        """Semantic codes [1, T] of `<|semantic:i|>` text."""
+        codes = [int(self.PATTERN.fullmatch(t).group(1))
+                 for t in _parse_text(text, self.PATTERN, "a <|semantic:i|> token")]
+        a = np.asarray(codes, dtype=np.int64)
+        _outside(a, 0, self.sizes[0], "a semantic code")
+        return a[None]
+
+
+# -- Llasa / X-Codec2 -------------------------------------------------------------------------
+
+class LlasaIds:
+    """Llasa: `<|s_i|>` ids framed by the speech generation start and end markers."""
+
+    name = "llasa"
+    TEMPLATE = "<|s_{}|>"
+    PATTERN = re.compile(r"<\|s_(\d+)\|>")
+    START, END = "<|SPEECH_GENERATION_START|>", "<|SPEECH_GENERATION_END|>"
+
+    def __init__(self, s_begin_id: int, start_id: int, end_id: int, codebook_size: int = 65536):
+        self.begin, self.start, self.stop = int(s_begin_id), int(start_id), int(end_id)
+        self.size = int(codebook_size)
+
+    @classmethod
+    def from_tokenizer(cls, path, codebook_size: int = 65536):
+        v = Vocab(path)
+        return cls(v.run(cls.TEMPLATE, codebook_size), v.need(cls.START), v.need(cls.END),
+                   codebook_size)
+
+    def to_ids(self, tokens, markers: bool = True) -> np.ndarray:
+        """[T (+ 2)] ids: start marker, `<|s_code|>` per frame, end marker."""
+        ids = _check_tokens(tokens, (self.size,))[0] + self.begin
+        return np.concatenate([[self.start], ids, [self.stop]]) if markers else ids
+
+    def from_ids(self, ids) -> np.ndarray:
+        """Tokens [1, T] of ids, with or without the markers (a sequence cut before its end
+        marker is accepted)."""
+        a = _ints(ids, "ids")
+        if a.ndim != 1:
+            raise TokenIdError(f"expected ids [N], got shape {a.shape}")
+        if a.size and a[0] == self.start:
+            a = a[1:]
+        if a.size and a[-1] == self.stop:
+            a = a[:-1]
+        _outside(a, self.begin, self.begin + self.size, "an <|s_i|> token")
+        return (a - self.begin)[None]
+
+    def to_text(self, tokens, markers: bool = True) -> str:
+        body = "".join(self.TEMPLATE.format(int(c))
+                       for c in _check_tokens(tokens, (self.size,))[0])
+        return f"{self.START}{body}{self.END}" if markers else body
+
+    def from_text(self, text: str) -> np.ndarray:
+        text = text.strip()
+        text = text.removeprefix(self.START).removesuffix(self.END)
+        codes = [int(self.PATTERN.fullmatch(t).group(1))
+                 for t in _parse_text(text, self.PATTERN, "an <|s_i|> token")]
+        a = np.asarray(codes, dtype=np.int64)
+        _outside(a, 0, self.size, "a speech code")
+        return a[None]
+
+
+# -- generic ----------------------------------------------------------------------------------
+
+class GenericIds:
+    """Per-codebook id ranges from `offset` (codebook k at offset + sum of earlier sizes),
+    flattened frame-major (f0c0 f0c1 .. f1c0 ..) or codebook-major (c0f0 c0f1 .. c1f0 ..), with
+    MusicGen's delay pattern if asked (codebook k shifted right by k frames, the gaps `pad_id`,
+    T + K - 1 steps). Text form: `<|a_ID|>` with ID relative to `offset`."""
+
+    name = "generic"
+    PATTERN = re.compile(r"<\|a_(\d+)\|>")
+
+    def __init__(self, codebook_sizes: Sequence[int], offset: int = 0, order: str = "frame",
+                 delay: bool = False, pad_id: int | None = None):
+        if order not in ("frame", "codebook"):
+            raise TokenIdError(f"order must be 'frame' or 'codebook', got {order!r}")
+        self.sizes = tuple(int(s) for s in codebook_sizes)
+        self.offset = int(offset)
+        self.offsets = self.offset + np.concatenate([[0], np.cumsum(self.sizes)[:-1]])
+        self.end = self.offset + sum(self.sizes)
+        self.order, self.delay = order, bool(delay)
+        self.pad = self.end if pad_id is None else int(pad_id)
+        if self.offset <= self.pad < self.end:
+            raise TokenIdError(f"pad_id {self.pad} falls inside the codebook ids "
+                               f"{self.offset}..{self.end - 1}")
+
+    def _matrix(self, tokens) -> np.ndarray:
+        """[K, S] ids, delayed when asked."""
+        t = _check_tokens(tokens, self.sizes) + self.offsets[:, None]
+        if not self.delay:
+            return t
+        k, n = t.shape
+        out = np.full((k, n + k - 1), self.pad, dtype=np.int64)
+        for i in range(k):
+            out[i, i: i + n] = t[i]
+        return out
+
+    def to_ids(self, tokens) -> np.ndarray:
+        m = self._matrix(tokens)
+        return (m.T if self.order == "frame" else m).reshape(-1)
+
+    def from_ids(self, ids) -> np.ndarray:
+        a = _ints(ids, "ids")
+        k = len(self.sizes)
+        if a.ndim != 1 or a.size % k:
+            raise TokenIdError(f"expected ids [N] with N a multiple of {k} codebooks, got shape "
+                               f"{a.shape}")
+        m = a.reshape(-1, k).T if self.order == "frame" else a.reshape(k, -1)
+        if self.delay:
+            steps = m.shape[1]
+            n = steps - k + 1
+            if n < 0:
+                raise TokenIdError(f"{steps} delayed steps are fewer than {k - 1}, the delay of "
+                                   "the last codebook")
+            pads = np.ones_like(m, dtype=bool)
+            for i in range(k):
+                pads[i, i: i + n] = False
+            if (m[pads] != self.pad).any():
+                raise TokenIdError(f"a delay-pattern gap holds an id other than pad_id "
+                                   f"{self.pad}")
+            m = np.stack([m[i, i: i + n] for i in range(k)])
+        tokens = m - self.offsets[:, None]
+        for i, size in enumerate(self.sizes):
+            bad = (tokens[i] < 0) | (tokens[i] >= size)
+            if bad.any():
+                f = int(np.argmax(bad))
+                raise TokenIdError(f"id {int(m[i, f])} at codebook {i}, frame {f} is outside "
+                                   f"that codebook's ids {self.offsets[i]}.."
+                                   f"{self.offsets[i] + size - 1}")
+        return tokens
+
+    def to_text(self, tokens) -> str:
+        return "".join(f"<|a_{int(i) - self.offset}|>" for i in self.to_ids(tokens))
+
+    def from_text(self, text: str) -> np.ndarray:
+        ids = [int(self.PATTERN.fullmatch(t).group(1)) + self.offset
+               for t in _parse_text(text, self.PATTERN, "an <|a_i|> token")]
+        return self.from_ids(np.asarray(ids, dtype=np.int64))
+
+
+SCHEMES = ("fish-s2", "llasa", "generic")
+
+
+def scheme_for(name: str, codebook_sizes: Sequence[int], tokenizer=None, **generic):
+    """A scheme by name for a codec's codebooks: fish-s2 and llasa read their ids from
+    `tokenizer`; generic takes offset/order/delay/pad_id."""
+    if name == "fish-s2":
+        if tokenizer is None:
+            raise TokenIdError("the fish-s2 scheme reads <|semantic:i|> ids from a tokenizer")
+        return FishS2Ids.from_tokenizer(tokenizer, codebook_sizes)
+    if name == "llasa":
+        if tokenizer is None:
+            raise TokenIdError("the llasa scheme reads <|s_i|> ids from a tokenizer")
+        if len(codebook_sizes) != 1:
+            raise TokenIdError(f"the llasa scheme is for one codebook (X-Codec2), not "
+                               f"{len(codebook_sizes)}")
+        return LlasaIds.from_tokenizer(tokenizer, codebook_sizes[0])
+    if name == "generic":
+        return GenericIds(codebook_sizes, **generic)
+    raise TokenIdError(f"unknown scheme {name!r}; expected one of {', '.join(SCHEMES)}")
