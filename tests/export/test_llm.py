@@ -153,3 +153,47 @@ def test_generic_layouts():
         GenericIds((4, 4)).from_ids(np.arange(5))
     with pytest.raises(TokenIdError, match="pad_id 3 falls inside"):
         GenericIds((4, 4), pad_id=3)
+
+
+def test_tokenize_llm_column(tmp_path, fish_tok, llasa_tok):
+    """`tokenize --llm`: each row's llm_ids are the scheme's ids of its tokens; another scheme on
+    a rerun is refused."""
+    import subprocess
+    import sys
+
+    import pyarrow.parquet as pq
+
+    from tests.pipeline.conftest import S2_MODEL, XC_MODEL, make_corpus
+
+    corpus = make_corpus(tmp_path / "corpus", {"a.wav": (1.3, 44100, 1), "b.wav": (0.7, 16000, 1)},
+                         bad=False)
+
+    def run(model, out, *llm):
+        return subprocess.run([sys.executable, "-m", "audiotok", "tokenize", str(corpus), "-m",
+                               model, "-o", str(out), "--workers", "0", "-q", *llm],
+                              capture_output=True, text=True)
+
+    def rows(out):
+        return [r for f in sorted(out.glob("*.parquet")) for r in pq.read_table(f).to_pylist()]
+
+    cases = [(S2_MODEL, ("--llm", "fish-s2", "--tokenizer", str(fish_tok[0])),
+              FishS2Ids.from_tokenizer(fish_tok[0], (256,) + (64,) * 9)),
+             (XC_MODEL, ("--llm", "llasa", "--tokenizer", str(llasa_tok[0])),
+              LlasaIds.from_tokenizer(llasa_tok[0])),
+             (S2_MODEL, ("--llm", "generic", "--llm-offset", "500", "--llm-delay"),
+              GenericIds((256,) + (64,) * 9, offset=500, delay=True))]
+    for i, (model, args, scheme) in enumerate(cases):
+        out = tmp_path / f"out{i}"
+        p = run(model, out, *args)
+        assert p.returncode == 0, p.stderr
+        got = rows(out)
+        assert len(got) == 2
+        for r in got:
+            tokens = np.asarray(r["tokens"]).reshape(r["num_codebooks"], -1)
+            assert r["llm_ids"] == scheme.sequence(tokens).tolist()
+    p = run(S2_MODEL, tmp_path / "out0", "--llm", "generic")
+    assert p.returncode == 101 and "llm: {" in p.stderr and "other settings" in p.stderr
+    p = run(S2_MODEL, tmp_path / "x", "--llm", "llasa", "--tokenizer", str(llasa_tok[0]))
+    assert p.returncode == 101 and "one codebook" in p.stderr
+    p = run(S2_MODEL, tmp_path / "x", "--llm", "fish-s2")
+    assert p.returncode == 101 and "reads <|semantic:i|> ids from a tokenizer" in p.stderr

@@ -46,11 +46,22 @@ TOKENIZE_STOPPED = 101  # exit status: the run could not start or stopped
 @click.option("--ray-address", default=None,
               help="Ray cluster to join (e.g. ray://head:10001 or auto); default: start a "
                    "local instance.")
+@click.option("--llm", type=click.Choice(["fish-s2", "llasa", "generic"]), default=None,
+              help="Also write each item's language-model token ids (column llm_ids): fish-s2 "
+                   "(<|semantic:i|> ids), llasa (<|s_i|> ids framed by the speech start/end "
+                   "markers), generic (an id range per codebook, frame-major).")
+@click.option("--tokenizer", "tokenizer_path", type=click.Path(exists=True),
+              help="The language model's tokenizer.json (or its folder) for --llm fish-s2/llasa.")
+@click.option("--llm-offset", type=click.IntRange(min=0), default=0, show_default=True,
+              help="--llm generic: the first id.")
+@click.option("--llm-delay", is_flag=True,
+              help="--llm generic: MusicGen's delay pattern (codebook k k frames later).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Also write the run's summary as JSON to this file.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def tokenize(source, model, out, engine, batch_seconds, workers, device, dtype, threads,
-             shard_items, min_seconds, npy, overwrite, ray_address, json_path, quiet):
+             shard_items, min_seconds, npy, overwrite, ray_address, llm, tokenizer_path,
+             llm_offset, llm_delay, json_path, quiet):
     """Tokenize a corpus into Parquet shards; rerun the same command to resume.
 
     SOURCE: a folder of audio files, a JSONL/CSV manifest (path, optional id and text columns),
@@ -63,10 +74,18 @@ def tokenize(source, model, out, engine, batch_seconds, workers, device, dtype, 
     if threads:
         torch.set_num_threads(threads)
     try:
+        scheme = None
+        if llm:
+            from .. import load
+            from ..export.llm import scheme_for
+
+            model = load(model, device=device, dtype=dtype)
+            scheme = scheme_for(llm, model.codebook_sizes, tokenizer_path, **(
+                {"offset": llm_offset, "delay": llm_delay} if llm == "generic" else {}))
         summary = run(source, model, out, engine=engine, batch_seconds=batch_seconds,
                       workers=workers, device=device, dtype=dtype, shard_items=shard_items,
                       min_seconds=min_seconds, npy=npy, overwrite=overwrite,
-                      ray_address=ray_address, progress=not quiet)
+                      ray_address=ray_address, progress=not quiet, llm=scheme)
     except (AudiotokError, OSError) as e:
         fail(one_line(e))
         sys.exit(TOKENIZE_STOPPED)

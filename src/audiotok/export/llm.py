@@ -163,6 +163,14 @@ class FishS2Ids:
     def end(self) -> int:
         return self.begin + self.sizes[0]
 
+    def describe(self) -> dict:
+        return {"scheme": self.name, "semantic_begin_id": self.begin}
+
+    def sequence(self, tokens) -> np.ndarray:
+        """The ids a training row holds: the semantic ids (row 0 of the prompt matrix; the
+        other rows are the codes themselves)."""
+        return self.semantic_ids(tokens)
+
     def semantic_ids(self, tokens) -> np.ndarray:
         """[T] text-vocabulary ids of the semantic codebook."""
         return _check_tokens(tokens, self.sizes)[0] + self.begin
@@ -224,6 +232,14 @@ class LlasaIds:
         return cls(v.run(cls.TEMPLATE, codebook_size), v.need(cls.START), v.need(cls.END),
                    codebook_size)
 
+    def describe(self) -> dict:
+        return {"scheme": self.name, "s_begin_id": self.begin, "start_id": self.start,
+                "end_id": self.stop}
+
+    def sequence(self, tokens) -> np.ndarray:
+        """The ids a training row holds: start marker, speech ids, end marker."""
+        return self.to_ids(tokens)
+
     def to_ids(self, tokens, markers: bool = True) -> np.ndarray:
         """[T (+ 2)] ids: start marker, `<|s_code|>` per frame, end marker."""
         ids = _check_tokens(tokens, (self.size,))[0] + self.begin
@@ -281,6 +297,13 @@ class GenericIds:
         if self.offset <= self.pad < self.end:
             raise TokenIdError(f"pad_id {self.pad} falls inside the codebook ids "
                                f"{self.offset}..{self.end - 1}")
+
+    def describe(self) -> dict:
+        return {"scheme": self.name, "offset": self.offset, "order": self.order,
+                "delay": self.delay, "pad_id": self.pad}
+
+    def sequence(self, tokens) -> np.ndarray:
+        return self.to_ids(tokens)
 
     def _matrix(self, tokens) -> np.ndarray:
         """[K, S] ids, delayed when asked."""

@@ -8,6 +8,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
@@ -121,14 +122,16 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
              device: str | torch.device | None = None, dtype: torch.dtype | str = torch.float32,
              shard_items: int = 1000, min_seconds: float = 0.0, npy: bool = False,
              overwrite: bool = False, ray_address: str | None = None,
-             progress: bool = True) -> Summary:
+             progress: bool = True, llm=None) -> Summary:
     """Tokenize a corpus into Parquet shards under `out`; rerunning continues where it stopped.
 
     source: a folder of audio files, a JSONL/CSV manifest (`path`, optional `id`, `text`), or a
     `datasets` folder (save_to_disk) with one Audio column. model: a name or path for
     `audiotok.load`, or a loaded Codec (local engine). batch_seconds: audio per encode batch,
     0 for one item per batch; default: the earlier run's when continuing one, else 60 on a GPU
-    and 0 on the CPU. Bad items are listed in errors.jsonl.
+    and 0 on the CPU. Bad items are listed in errors.jsonl. llm: a token-id scheme from
+    audiotok.export.llm (e.g. scheme_for("llasa", codec.codebook_sizes, "tokenizer.json")):
+    each row also gets the language model's ids in an `llm_ids` column.
     """
     if engine not in ENGINES:
         raise AudiotokError(f"unknown engine {engine!r}; expected one of {', '.join(ENGINES)}")
@@ -159,8 +162,12 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
         raise AudiotokError(f"workers must be at least {int(engine == 'ray')}, got {workers}")
     settings = {"dtype": str(codec.dtype).removeprefix("torch."),
                 "device_type": codec.device.type, "batch_seconds": float(batch_seconds),
-                "shard_items": shard_items, "min_seconds": float(min_seconds), "npy": bool(npy)}
+                "shard_items": shard_items, "min_seconds": float(min_seconds), "npy": bool(npy),
+                "llm": None if llm is None else llm.describe()}
+    if llm is not None:  # a scheme made for other codebooks fails here, not at the first shard
+        llm.sequence(np.zeros((codec.num_codebooks, 1), dtype=np.int64))
     out_dir = OutputDir(out, _header(codec, spec, src, settings), overwrite=overwrite)
+    out_dir.llm = llm
     try:
         read = ReadSettings(codec.sample_rate, float(min_seconds),
                             src.location if src.kind == "dataset" else None, src.audio_column)
