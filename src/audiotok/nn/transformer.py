@@ -9,6 +9,8 @@ many, masked out), and each row's absolute position, which RoPE continues.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from dataclasses import dataclass
 
 import torch
@@ -70,6 +72,50 @@ def window_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int) -> torch.
     return mask[:, None] if mask.ndim == 3 else mask
 
 
+_TRACING = contextvars.ContextVar("audiotok_graph_export", default=False)
+
+
+@contextlib.contextmanager
+def graph_export():
+    """While tracing a graph for export (ONNX), offline attention takes the banded form, whose
+    shape does not depend on the sequence length (no Python loop over blocks)."""
+    token = _TRACING.set(True)
+    try:
+        yield
+    finally:
+        _TRACING.reset(token)
+
+
+def banded_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     window: int) -> torch.Tensor:
+    """Offline causal attention over the last `window` keys (positions 0..T-1, no cache) in a
+    length-independent form: the sequence is padded to blocks of `window` queries, each block
+    attends to the keys of itself and the block before it, [B, H, n, W, 2W] at most."""
+    b, h, t, d = q.shape
+    w = window
+    pad = (w - t % w) % w
+    n = (t + pad) // w
+    qb = F.pad(q, (0, 0, 0, pad)).reshape(b, h, n, w, d)
+    kp, vp = F.pad(k, (0, 0, w, pad)), F.pad(v, (0, 0, w, pad))  # w empty keys in front
+    kb = torch.cat([kp[:, :, : n * w].reshape(b, h, n, w, d),
+                    kp[:, :, w:].reshape(b, h, n, w, d)], dim=3)
+    vb = torch.cat([vp[:, :, : n * w].reshape(b, h, n, w, d),
+                    vp[:, :, w:].reshape(b, h, n, w, d)], dim=3)
+    i = torch.arange(w, device=q.device)
+    j = torch.arange(2 * w, device=q.device)
+    block = torch.arange(n, device=q.device)
+    # query block*w + i sees key block*w - w + j iff i < j <= i + w and the key exists (>= 0)
+    mask = ((j[None, :] > i[:, None]) & (j[None, :] <= i[:, None] + w))[None] \
+        & (block[:, None, None] * w - w + j[None, None, :] >= 0)
+    # blocks into the batch (exporters take 4-D attention only): [B * n, H, W | 2W, D]
+    def rows(x):
+        return x.transpose(1, 2).reshape(b * n, h, x.shape[3], d)
+
+    y = F.scaled_dot_product_attention(rows(qb), rows(kb), rows(vb),
+                                       attn_mask=mask.repeat(b, 1, 1)[:, None])
+    return y.reshape(b, n, h, w, d).transpose(1, 2).reshape(b, h, n * w, d)[:, :, :t]
+
+
 def windowed_attention(
     q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, q_pos: torch.Tensor,
     k_pos: torch.Tensor, window: int,
@@ -79,6 +125,8 @@ def windowed_attention(
     Positions are [T] or per row [B, T]. Key positions must be increasing and end at the last
     query's (self-attention, possibly with a cached prefix of keys).
     """
+    if _TRACING.get() and q_pos.ndim == 1 and k_pos is q_pos:  # offline, traced for export
+        return banded_attention(q, k, v, window)
     tq, tk = q.shape[2], k.shape[2]
     if tq <= window:
         mask = window_mask(q_pos, k_pos, window)
