@@ -13,6 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .streaming import StreamingModule, keep_last, ragged_of
+from .tracing import exporting
 
 
 class CausalConv1d(StreamingModule):
@@ -122,7 +123,7 @@ def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     b, cin, length = x.shape
     cout, _, k = weight.shape
     steps = length - (k - 1) * dilation
-    if b * steps > SHORT_CONV_STEPS or x.device.type != "cpu":
+    if exporting() or b * steps > SHORT_CONV_STEPS or x.device.type != "cpu":
         return F.conv1d(x, weight, bias, dilation=dilation)
     taps = torch.stack([x[..., j * dilation : j * dilation + steps] for j in range(k)], 2)
     taps = taps.permute(1, 2, 0, 3).reshape(cin * k, b * steps)  # (in, tap) x (row, step)
@@ -136,7 +137,10 @@ _POLYPHASE: dict[int, tuple] = {}  # id(weight) -> (weakref to it, its key, poly
 def _polyphase_weight(weight: torch.Tensor, stride: int, context: int) -> torch.Tensor:
     """ConvTranspose1d weight [in, out, K] as Conv1d weight [out * stride, in, context + 1]:
     output phase p of a frame, tap j (input frame t - context + j), is weight[:, :, p + (context
-    - j) * stride] (zero past K). Cached per weight tensor (shared by stream copies)."""
+    - j) * stride] (zero past K). Cached per weight tensor (shared by stream copies), except
+    in a traced graph, which derives it from the weight itself."""
+    if exporting():
+        return _polyphase_of(weight, stride, context)
     try:
         version = weight._version
     except RuntimeError:  # an inference tensor has no version counter
@@ -145,16 +149,20 @@ def _polyphase_weight(weight: torch.Tensor, stride: int, context: int) -> torch.
     cached = _POLYPHASE.get(id(weight))
     if cached is not None and cached[0]() is weight and cached[1] == key:
         return cached[2]
-    cin, cout, k = weight.shape
-    taps = context + 1
-    w = weight.new_zeros(cin, cout, stride, taps)
     with torch.no_grad():
-        for j in range(taps):
-            first = (context - j) * stride
-            if first < k:
-                w[:, :, : min(stride, k - first), j] = weight[:, :, first : first + stride]
-        w = w.permute(1, 2, 0, 3).reshape(cout * stride, cin, taps).contiguous()
+        w = _polyphase_of(weight, stride, context)
     if cached is None or cached[0]() is not weight:
         weakref.finalize(weight, _POLYPHASE.pop, id(weight), None)
     _POLYPHASE[id(weight)] = (weakref.ref(weight), key, w)
     return w
+
+
+def _polyphase_of(weight: torch.Tensor, stride: int, context: int) -> torch.Tensor:
+    cin, cout, k = weight.shape
+    taps = []
+    for j in range(context + 1):
+        first = (context - j) * stride
+        tap = weight[:, :, first : first + stride] if first < k else weight[:, :, :0]
+        taps.append(F.pad(tap, (0, stride - tap.shape[-1])))  # zero past K
+    w = torch.stack(taps, -1)  # [in, out, stride, taps]
+    return w.permute(1, 2, 0, 3).reshape(cout * stride, cin, context + 1).contiguous()

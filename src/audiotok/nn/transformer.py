@@ -9,8 +9,6 @@ many, masked out), and each row's absolute position, which RoPE continues.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from dataclasses import dataclass
 
 import torch
@@ -18,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .streaming import StreamingModule, keep_last, ragged_of
+from .tracing import exporting
 
 
 @dataclass(frozen=True)
@@ -72,20 +71,6 @@ def window_mask(q_pos: torch.Tensor, k_pos: torch.Tensor, window: int) -> torch.
     return mask[:, None] if mask.ndim == 3 else mask
 
 
-_TRACING = contextvars.ContextVar("audiotok_graph_export", default=False)
-
-
-@contextlib.contextmanager
-def graph_export():
-    """While tracing a graph for export (ONNX), offline attention takes the banded form, whose
-    shape does not depend on the sequence length (no Python loop over blocks)."""
-    token = _TRACING.set(True)
-    try:
-        yield
-    finally:
-        _TRACING.reset(token)
-
-
 def banded_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                      window: int) -> torch.Tensor:
     """Offline causal attention over the last `window` keys (positions 0..T-1, no cache) in a
@@ -125,7 +110,7 @@ def windowed_attention(
     Positions are [T] or per row [B, T]. Key positions must be increasing and end at the last
     query's (self-attention, possibly with a cached prefix of keys).
     """
-    if _TRACING.get() and q_pos.ndim == 1 and k_pos is q_pos:  # offline, traced for export
+    if exporting() and q_pos.ndim == 1 and k_pos is q_pos:  # offline, traced for export
         return banded_attention(q, k, v, window)
     tq, tk = q.shape[2], k.shape[2]
     if tq <= window:
