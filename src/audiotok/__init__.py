@@ -3,11 +3,40 @@
     codec = audiotok.load("s2-pro")
     codes = codec.encode("speech.wav")
     audio = codec.decode(codes)
+
+`load` of an ONNX export folder (audiotok export --format onnx) gives the torch-free runtime;
+importing audiotok alone imports no torch (Codec, Codes and the models load on first use).
 """
 
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
 from ._version import __version__
-from .codec import Codec
-from .codes import Codes
-from .models import load
 
 __all__ = ["Codec", "Codes", "load", "__version__"]
+
+
+def load(name_or_path: str | os.PathLike, **kwargs):
+    """A codec by name or path (see audiotok.models.load); an ONNX export folder gives an
+    audiotok.runtime.OnnxCodec, which runs on onnxruntime and numpy without torch."""
+    if (Path(name_or_path) / "audiotok_onnx.json").is_file():
+        from .runtime import OnnxCodec
+
+        return OnnxCodec(name_or_path, **kwargs)
+    from .models import load as load_model
+
+    return load_model(name_or_path, **kwargs)
+
+
+def __getattr__(name: str):
+    if name == "Codec":
+        from .codec import Codec
+
+        return Codec
+    if name == "Codes":
+        from .codes import Codes
+
+        return Codes
+    raise AttributeError(f"module 'audiotok' has no attribute {name!r}")

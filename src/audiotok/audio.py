@@ -10,14 +10,17 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import soundfile as sf
 import soxr
-import torch
 
 from .errors import AudioError
 from .fileio import atomic_output
+
+if TYPE_CHECKING:
+    import torch
 
 AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".aif", ".au",
                   ".caf", ".w64", ".rf64"}
@@ -27,7 +30,7 @@ AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".a
 class AudioItem:
     """One mono signal at the codec's rate, plus where it came from."""
 
-    samples: torch.Tensor  # [N] float32
+    samples: torch.Tensor | np.ndarray  # [N] float32 (numpy with to_items(arrays=True))
     source_rate: int
     source_samples: int
     name: str
@@ -74,7 +77,7 @@ _STREAMING_SIZES = {0, 0xFFFFFFFF, 0x7FFFFFFF, 0xFFFFFFFF - 8}
 def write_audio(path: str | os.PathLike, samples: np.ndarray | torch.Tensor, sample_rate: int,
                 subtype: str | None = None) -> None:
     """Write [N] or [C, N] samples atomically; the format follows the suffix (WAV if unknown)."""
-    if isinstance(samples, torch.Tensor):
+    if _is_tensor(samples):
         samples = samples.detach().float().cpu().numpy()
     samples = np.asarray(samples, dtype=np.float32)
     data = samples.T if samples.ndim == 2 else samples
@@ -118,29 +121,46 @@ def resample(x: np.ndarray, rate_in: int, rate_out: int) -> np.ndarray:
     return np.ascontiguousarray(y.T, dtype=np.float32)
 
 
-def _as_float(x, name: str):
-    """A torch/numpy array as float, integer PCM scaled to [-1, 1)."""
-    if isinstance(x, torch.Tensor):
+def _torch():
+    import torch  # only where a torch tensor is made or given: the ONNX runtime runs without
+
+    return torch
+
+
+def _is_tensor(x) -> bool:
+    return type(x).__module__.split(".", 1)[0] == "torch" and hasattr(x, "is_floating_point")
+
+
+def _as_float(x, name: str, arrays: bool = False):
+    """A torch/numpy array as float32 (a torch tensor, or numpy with arrays=True), integer PCM
+    scaled to [-1, 1)."""
+    if _is_tensor(x):
+        torch = _torch()
         if x.is_floating_point():
-            return x.float()
-        if x.dtype in (torch.int16, torch.int32):
-            return x.float() / (2.0 ** (15 if x.dtype == torch.int16 else 31))
-        raise AudioError(f"{name}: audio tensor of dtype {x.dtype}; expected float or "
-                         "int16/int32 PCM")
+            x = x.float()
+        elif x.dtype in (torch.int16, torch.int32):
+            x = x.float() / (2.0 ** (15 if x.dtype == torch.int16 else 31))
+        else:
+            raise AudioError(f"{name}: audio tensor of dtype {x.dtype}; expected float or "
+                             "int16/int32 PCM")
+        return x.detach().cpu().numpy() if arrays else x
     x = np.asarray(x)
     if x.dtype.kind == "f":
-        return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
-    if x.dtype in (np.int16, np.int32):
-        return torch.from_numpy(x.astype(np.float32) / (2.0 ** (8 * x.dtype.itemsize - 1)))
-    raise AudioError(f"{name}: audio array of dtype {x.dtype}; expected float or int16/int32 PCM")
+        x = np.ascontiguousarray(x, dtype=np.float32)
+    elif x.dtype in (np.int16, np.int32):
+        x = x.astype(np.float32) / (2.0 ** (8 * x.dtype.itemsize - 1))
+    else:
+        raise AudioError(f"{name}: audio array of dtype {x.dtype}; expected float or int16/int32 "
+                         "PCM")
+    return x if arrays else _torch().from_numpy(x)
 
 
-def to_items(x, sample_rate, target_rate: int) -> list[AudioItem]:
+def to_items(x, sample_rate, target_rate: int, arrays: bool = False) -> list[AudioItem]:
     """Normalise any supported audio input into mono items at `target_rate`.
 
     x: a path, bytes of an audio file, an array/tensor [N] or [C, N] (one item) or [B, C, N]
     (a batch), or a list/tuple of such single items. Arrays are at `sample_rate` (default: the
-    codec's rate); files carry their own rate.
+    codec's rate); files carry their own rate. arrays=True: numpy samples, without torch.
     """
     if sample_rate is not None:
         sample_rate = check_sample_rate(sample_rate)
@@ -152,37 +172,38 @@ def to_items(x, sample_rate, target_rate: int) -> list[AudioItem]:
             if _ndim(item) == 3:
                 raise AudioError(f"item {i}: a list holds single items ([N] or [C, N]); got a "
                                  "3-D batch")
-            items += _one_input(item, sample_rate, target_rate, f"item {i}")
+            items += _one_input(item, sample_rate, target_rate, f"item {i}", arrays)
         return items
-    return _one_input(x, sample_rate, target_rate, "audio")
+    return _one_input(x, sample_rate, target_rate, "audio", arrays)
 
 
 def _ndim(x) -> int:
-    return x.ndim if isinstance(x, (np.ndarray, torch.Tensor)) else 0
+    return x.ndim if isinstance(x, np.ndarray) or _is_tensor(x) else 0
 
 
-def _one_input(x, sample_rate, target_rate, name) -> list[AudioItem]:
+def _one_input(x, sample_rate, target_rate, name, arrays: bool) -> list[AudioItem]:
     if isinstance(x, (str, os.PathLike, bytes)):
         label = name if isinstance(x, bytes) else str(x)
         data, rate = read_audio(x, label)
         if sample_rate is not None and sample_rate != rate:
             raise AudioError(f"{label}: file is at {rate} Hz but sample_rate={sample_rate} was "
                              "given; leave sample_rate unset for files")
-        return [_item(torch.from_numpy(data), rate, target_rate, label)]
-    if not isinstance(x, (np.ndarray, torch.Tensor)):
+        return [_item(data if arrays else _torch().from_numpy(data), rate, target_rate, label)]
+    if not (isinstance(x, np.ndarray) or _is_tensor(x)):
         raise AudioError(f"{name}: unsupported audio input of type {type(x).__name__}; expected a "
                          "path, bytes, numpy array or torch tensor")
     rate = sample_rate or target_rate
     if x.ndim not in (1, 2, 3):
         raise AudioError(f"{name}: expected audio of shape [N], [C, N] or [B, C, N], got "
                          f"{x.ndim}-D shape {tuple(x.shape)}")
-    x = _as_float(x, name)
+    x = _as_float(x, name, arrays)
     if x.ndim == 3:
         return [_item(x[b], rate, target_rate, f"{name}[{b}]") for b in range(x.shape[0])]
     return [_item(x, rate, target_rate, name)]
 
 
-def _item(x: torch.Tensor, rate: int, target_rate: int, name: str) -> AudioItem:
+def _item(x, rate: int, target_rate: int, name: str) -> AudioItem:
+    """x: float32 [N] or [C, N], a torch tensor or a numpy array (the item keeps its kind)."""
     if x.ndim == 1:
         x = x[None]
     channels, n = x.shape
@@ -191,17 +212,23 @@ def _item(x: torch.Tensor, rate: int, target_rate: int, name: str) -> AudioItem:
     if channels > 16 and channels > n:
         raise AudioError(f"{name}: shape {tuple(x.shape)} looks channels-last; pass channels "
                          "first ([C, N])")
-    bad = ~torch.isfinite(x)
+    numpy = isinstance(x, np.ndarray)
+    bad = ~(np.isfinite(x) if numpy else _torch().isfinite(x))
     if bad.any():
-        first = int(bad.any(0).nonzero()[0])
-        raise AudioError(f"{name}: audio contains NaN or Inf (first at sample {first})")
+        columns = bad.any(0) if numpy else bad.any(0).cpu().numpy()
+        raise AudioError(f"{name}: audio contains NaN or Inf (first at sample "
+                         f"{int(np.flatnonzero(columns)[0])})")
     mono = x.mean(0) if channels > 1 else x[0]
     if target_rate is not None and rate != target_rate:  # None: keep the input's rate
-        mono = torch.from_numpy(resample(mono.cpu().numpy(), rate, target_rate)).to(x.device)
-    if mono.numel() == 0:
+        if numpy:
+            mono = resample(mono, rate, target_rate)
+        else:
+            mono = _torch().from_numpy(resample(mono.cpu().numpy(), rate, target_rate)).to(
+                x.device)
+    if (mono.size if numpy else mono.numel()) == 0:
         raise AudioError(f"{name}: too short: {n} samples at {rate} Hz give no sample at "
                          f"{target_rate} Hz")
-    return AudioItem(mono.contiguous(), rate, n, name)
+    return AudioItem(np.ascontiguousarray(mono) if numpy else mono.contiguous(), rate, n, name)
 
 
 def _first_line(e: BaseException) -> str:

@@ -1,0 +1,100 @@
+"""ONNX Runtime next to audiotok's PyTorch path: S2 encode, decode and streaming decode on the
+full-size S2 Pro configuration (random weights), float32, side by side in one process.
+
+    python benchmarks/onnx_speed.py --threads 2 --seconds 10
+
+Exports the graphs once (audiotok export --format onnx) into --workdir, then times, interleaved
+repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and a streaming decode
+of the same tokens in pushes of `--push` frames (PyTorch: Codec.stream_decoder; ONNX: the step
+graph). Reports medians, ONNX/PyTorch ratios, and the parity of the ONNX results (tokens equal,
+largest audio difference). Both runtimes get the same number of threads.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+from common import ROOT, parser, speech
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--push", type=int, default=4, help="frames per streaming push")
+    p.add_argument("--model", type=Path, help="S2 checkpoint (default: random full-size weights)")
+    args = p.parse_args()
+    weights = args.model or args.workdir / "s2-pro-random" / "codec.pth"
+    if not weights.exists():  # in a child process, so its memory does not count here
+        subprocess.run([sys.executable, HERE / "s2_cpu.py", "--make-weights", str(weights)],
+                       check=True)
+    folder = args.workdir / f"{weights.parent.name}-onnx"
+    if not (folder / "audiotok_onnx.json").exists():
+        t = time.perf_counter()
+        cli = [sys.executable, "-c", "from audiotok.cli import main; main()"]
+        subprocess.run([*cli, "export", str(weights), "--format", "onnx", "-o", str(folder)],
+                       check=True, cwd=ROOT)
+        print(f"export: {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    torch.set_num_threads(args.threads)
+    import audiotok
+
+    ours = audiotok.load(weights)
+    onnx = audiotok.load(folder, threads=args.threads)
+    x = speech(args.seconds, ours.sample_rate)
+    tokens = ours.encode(x).tokens
+
+    def stream(codec):
+        with codec.stream_decoder() as dec:
+            return [dec.push(tokens[:, :, i: i + args.push])
+                    for i in range(0, tokens.shape[-1], args.push)]
+
+    runs = {"encode": (lambda: ours.encode(x).tokens, lambda: onnx.encode(x).tokens),
+            "decode": (lambda: ours.decode(tokens), lambda: onnx.decode(tokens.numpy())),
+            f"stream decode ({args.push}-frame pushes)": (lambda: stream(ours),
+                                                          lambda: stream(onnx))}
+    times = {k: ([], []) for k in runs}
+    results = {}
+    for k, fns in runs.items():  # warm-up, and the outputs compared below
+        results[k] = [fn() for fn in fns]
+    for _ in range(args.repeats):
+        for k, fns in runs.items():
+            for i, fn in enumerate(fns):
+                t = time.perf_counter()
+                fn()
+                times[k][i].append(time.perf_counter() - t)
+    enc = results["encode"]
+    dec = results["decode"]
+    streamed = np.concatenate([np.asarray(a) for a in results[next(iter(list(runs)[2:]))][1]],
+                              -1)
+    parity = {"tokens_equal": float((enc[0].numpy() == enc[1]).mean()),
+              "decode_max_abs": float(np.abs(dec[0].numpy() - dec[1]).max()),
+              "stream_vs_offline_max_abs": float(np.abs(dec[0].numpy()[..., :streamed.shape[-1]]
+                                                        - streamed).max())}
+    rows = []
+    print(f"S2 full size (random weights), float32, {args.seconds:g} s of speech, "
+          f"{args.threads} threads, median of {args.repeats}")
+    print("| | PyTorch (s) | ONNX Runtime (s) | ONNX / PyTorch | ONNX real-time factor |")
+    print("|---|---|---|---|---|")
+    for k, (a, b) in times.items():
+        ta, tb = statistics.median(a), statistics.median(b)
+        rows.append({"task": k, "pytorch_s": ta, "onnx_s": tb, "ratio": tb / ta,
+                     "onnx_rtf": tb / args.seconds})
+        print(f"| {k} | {ta:.2f} | {tb:.2f} | {tb / ta:.2f} | {tb / args.seconds:.3f} |")
+    print(f"parity: tokens equal {parity['tokens_equal']:.4f}, decode max abs "
+          f"{parity['decode_max_abs']:.2e}, ONNX stream vs PyTorch offline "
+          f"{parity['stream_vs_offline_max_abs']:.2e}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "parity": parity, "args": {
+            "seconds": args.seconds, "threads": args.threads, "push": args.push,
+            "repeats": args.repeats}}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+"""The ONNX runtime: an export folder (audiotok export --format onnx) run with onnxruntime and
+numpy, without torch. `audiotok.load(folder)` gives an OnnxCodec with the torch codecs' API:
+encode (any audio input, resampled and downmixed), decode (tokens or ArrayCodes), and an exact
+stream_decoder; inputs and errors as there, arrays are numpy.
+
+    codec = audiotok.load("s2_onnx/")
+    codes = codec.encode("speech.wav")
+    audio = codec.decode(codes)            # float32 [B, 1, N]
+    with codec.stream_decoder() as dec:
+        pcm = dec.push(tokens[:, :, :4])   # [1, 1, 4 * 2048]
+    with codec.stream_encoder() as enc:
+        tokens = enc.push(pcm[:, 0])       # [1, K, 4]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..audio import to_items
+from ..errors import AudioError, AudiotokError, CheckpointError, CodesError
+
+MANIFEST = "audiotok_onnx.json"
+_ANNOUNCED: set[str] = set()
+
+
+@dataclass
+class ArrayCodes:
+    """tokens [B, K, T] int64, lengths [B] valid frames, num_samples [B] (samples each item was
+    encoded from, at the codec's rate): audiotok.Codes with numpy arrays."""
+
+    tokens: np.ndarray
+    lengths: np.ndarray
+    codec: str | None = None
+    sample_rate: int | None = None
+    samples_per_frame: int | None = None
+    num_samples: np.ndarray | None = None
+    meta: dict = field(default_factory=dict)
+
+
+class OnnxCodec:
+    """A codec exported to ONNX, run by onnxruntime (CPU unless `providers` say otherwise)."""
+
+    def __init__(self, folder: str | os.PathLike, *, threads: int | None = None,
+                 providers: list[str] | None = None):
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise CheckpointError("running an ONNX export needs onnxruntime "
+                                  "(pip install 'audiotok[onnx]')") from None
+        self.folder = Path(folder)
+        try:
+            facts = json.loads((self.folder / MANIFEST).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise CheckpointError(f"{self.folder}: unreadable {MANIFEST} ({e})") from None
+        if facts.get("format") != "audiotok-onnx":
+            raise CheckpointError(f"{self.folder}: not an audiotok ONNX export")
+        self.facts = facts
+        self.name, self.title, self.licence = facts["codec"], facts["model"], facts["licence"]
+        self.causal = bool(facts["causal"])
+        self.sample_rate = int(facts["sample_rate"])
+        self.samples_per_frame = int(facts["samples_per_frame"])
+        self.num_codebooks = int(facts["num_codebooks"])
+        self.codebook_sizes = tuple(int(s) for s in facts["codebook_sizes"])
+        self.max_push_frames = int(facts.get("max_push_frames", 0))
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+        providers = providers or ["CPUExecutionProvider"]
+        self.sessions = {}
+        for name, file in facts["graphs"].items():
+            path = self.folder / file
+            if not path.is_file():
+                raise CheckpointError(f"{path}: missing (the export folder is incomplete)")
+            self.sessions[name] = ort.InferenceSession(str(path), options, providers=providers)
+        if self.name not in _ANNOUNCED:  # as audiotok.load does for the torch codecs
+            _ANNOUNCED.add(self.name)
+            print(f"audiotok: {self.title} weights are under the {self.licence}.",
+                  file=sys.stderr)
+
+    @property
+    def frame_rate(self) -> float:
+        return self.sample_rate / self.samples_per_frame
+
+    def num_frames(self, num_samples: int) -> int:
+        return -(-num_samples // self.samples_per_frame)
+
+    def info(self) -> dict:
+        return {"codec": self.name, "model": self.title, "runtime": "onnxruntime",
+                "sample_rate": self.sample_rate, "samples_per_frame": self.samples_per_frame,
+                "frame_rate": self.frame_rate, "num_codebooks": self.num_codebooks,
+                "codebook_sizes": list(self.codebook_sizes), "licence": self.licence,
+                "folder": str(self.folder)}
+
+    # -- encode --------------------------------------------------------------------------------
+    def encode(self, x, sample_rate: int | None = None) -> ArrayCodes:
+        """Tokens of one item or a batch: the inputs `Codec.encode` takes (paths, bytes, numpy
+        arrays, lists of items of any lengths and channel counts), resampled and downmixed."""
+        items = to_items(x, sample_rate, self.sample_rate, arrays=True)
+        spf = self.samples_per_frame
+        frames = [self.num_frames(it.samples.size) for it in items]
+        audio = np.zeros((len(items), 1, max(frames) * spf), np.float32)
+        for i, it in enumerate(items):
+            audio[i, 0, : it.samples.size] = it.samples
+        tokens = self.sessions["encoder"].run(None, {"audio": audio})[0].astype(np.int64)
+        for i, n in enumerate(frames):  # causal: padding never reaches an item's frames
+            tokens[i, :, n:] = 0
+        return ArrayCodes(tokens, np.asarray(frames, np.int64), self.name, self.sample_rate, spf,
+                          np.asarray([it.samples.size for it in items], np.int64),
+                          {"source_sample_rate": [it.source_rate for it in items],
+                           "source_num_samples": [it.source_samples for it in items]})
+
+    # -- decode --------------------------------------------------------------------------------
+    def decode(self, codes, *, clamp: bool = False) -> np.ndarray:
+        """Audio float32 [B, 1, N] for ArrayCodes or integer tokens [B, K, T] / [K, T]; each item
+        trimmed to its length and zero beyond it, as Codec.decode."""
+        tokens, lengths, num_samples = self.check_codes(codes, clamp)
+        audio = self.sessions["decoder"].run(None, {"codes": tokens})[0]
+        spf = self.samples_per_frame
+        out_len = lengths * spf if num_samples is None else np.minimum(num_samples, lengths * spf)
+        audio = audio[..., : int(out_len.max())].copy()
+        for i, n in enumerate(out_len.tolist()):
+            audio[i, :, n:] = 0
+        return audio
+
+    def check_codes(self, codes, clamp: bool = False):
+        """(tokens int64 [B, K, T] in range, lengths [B], num_samples [B] or None)."""
+        num_samples = None
+        if isinstance(codes, ArrayCodes) or hasattr(codes, "lengths"):
+            if getattr(codes, "codec", None) not in (None, self.name):
+                raise CodesError(f"codes of the {codes.codec} codec cannot be decoded by the "
+                                 f"{self.name} codec")
+            tokens, lengths = _array(codes.tokens), _array(codes.lengths).astype(np.int64)
+            num_samples = None if codes.num_samples is None else _array(codes.num_samples)
+        else:
+            tokens = _array(codes)
+            if tokens.ndim == 2:
+                tokens = tokens[None]
+            if tokens.ndim != 3:
+                raise CodesError(f"tokens must be [B, K, T] or [K, T], got shape "
+                                 f"{tuple(tokens.shape)}")
+            lengths = np.full(tokens.shape[0], tokens.shape[2], np.int64)
+        if tokens.dtype.kind not in "iu":
+            raise CodesError(f"tokens must be integers, got dtype {tokens.dtype}")
+        b, k, t = tokens.shape
+        if k != self.num_codebooks:
+            raise CodesError(f"tokens have {k} codebooks (shape {tuple(tokens.shape)}); the "
+                             f"{self.name} codec has {self.num_codebooks}")
+        if t == 0 or b == 0 or int(lengths.min()) == 0:
+            raise CodesError(f"no frames to decode (shape {tuple(tokens.shape)}, lengths "
+                             f"{lengths.tolist()})")
+        tokens = tokens.astype(np.int64)
+        tokens = np.where(np.arange(t)[None, None, :] < lengths[:, None, None], tokens, 0)
+        high = np.asarray(self.codebook_sizes)[None, :, None] - 1
+        bad = (tokens < 0) | (tokens > high)
+        if bad.any():
+            if not clamp:
+                i, cb, f = (int(v) for v in np.argwhere(bad)[0])
+                raise CodesError(
+                    f"token {int(tokens[i, cb, f])} at item {i}, codebook {cb}, frame {f} is "
+                    f"outside 0..{self.codebook_sizes[cb] - 1} (pass clamp=True to clamp)")
+            tokens = np.minimum(np.maximum(tokens, 0), high)
+        return tokens, lengths, num_samples
+
+    # -- streaming -----------------------------------------------------------------------------
+    def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False) -> OnnxStreamDecoder:
+        """Incremental decoder through the step graph, as Codec.stream_decoder."""
+        return OnnxStreamDecoder(self, batch_size, clamp)
+
+    def stream_encoder(self, batch_size: int = 1) -> OnnxStreamEncoder:
+        """Incremental encoder through the step graph, as Codec.stream_encoder."""
+        return OnnxStreamEncoder(self, batch_size)
+
+    def _step_session(self, graph: str):
+        if graph not in self.sessions:
+            raise AudiotokError(f"{self.folder} has no {graph} graph: {self.title} does not "
+                                "stream exactly here")
+        return self.sessions[graph]
+
+
+def _array(x) -> np.ndarray:
+    if type(x).__module__.split(".", 1)[0] == "torch":
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+class _OnnxStream:
+    """A step graph and its state, fed and updated push by push; pushes longer than the graph's
+    step are split."""
+
+    graph = ""
+
+    def __init__(self, codec: OnnxCodec, batch_size: int):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.codec, self.batch_size = codec, batch_size
+        self.session = codec._step_session(self.graph)
+        self.spec = codec.facts["state"][self.graph]
+        self.state = None
+
+    def __enter__(self):
+        self.state = [np.zeros((self.batch_size, *s["shape"]), _DTYPES[s["dtype"]])
+                      for s in self.spec]
+        return self
+
+    def __exit__(self, *exc):
+        self.state = None
+
+    def _check_open(self):
+        if self.state is None:
+            raise RuntimeError("use the stream inside a `with` block")
+
+    def _run(self, name: str, x: np.ndarray, step: int) -> np.ndarray:
+        """Run x ([B, ., n * step]) through the graph in pieces of at most `step` along its last
+        axis, carrying the state."""
+        out = []
+        limit = self.codec.max_push_frames * step
+        for start in range(0, x.shape[-1], limit):
+            feed = {name: x[..., start: start + limit],
+                    **{s["name"]: v for s, v in zip(self.spec, self.state, strict=True)}}
+            y, *self.state = self.session.run(None, feed)
+            out.append(y)
+        return np.concatenate(out, -1)
+
+
+class OnnxStreamDecoder(_OnnxStream):
+    """Tokens in, audio out, push by push: equal to the offline decode of everything pushed."""
+
+    graph = "decoder_step"
+
+    def __init__(self, codec: OnnxCodec, batch_size: int = 1, clamp: bool = False):
+        super().__init__(codec, batch_size)
+        self.clamp = clamp
+
+    def push(self, tokens) -> np.ndarray:
+        """Audio float32 [B, 1, samples_per_frame * t] for tokens [B, K, t]."""
+        self._check_open()
+        codec = self.codec
+        t = _array(tokens)
+        if t.ndim != 3 or t.shape[0] != self.batch_size or t.shape[1] != codec.num_codebooks:
+            raise CodesError(f"pushed tokens must be [{self.batch_size}, {codec.num_codebooks}, "
+                             f"t], got shape {tuple(t.shape)}")
+        if t.dtype.kind not in "iu":
+            raise CodesError(f"tokens must be integers, got dtype {t.dtype}")
+        if t.shape[-1] == 0:
+            return np.zeros((self.batch_size, 1, 0), np.float32)
+        t, _, _ = codec.check_codes(t, self.clamp)
+        return self._run("codes", t, 1)
+
+    def flush(self) -> np.ndarray:
+        """Audio still held back: none, since every frame's audio is returned when pushed."""
+        self._check_open()
+        return np.zeros((self.batch_size, 1, 0), np.float32)
+
+
+class OnnxStreamEncoder(_OnnxStream):
+    """Audio in (at the codec's rate), tokens out as soon as each frame's samples are complete:
+    equal to the offline encode of everything pushed."""
+
+    graph = "encoder_step"
+
+    def __init__(self, codec: OnnxCodec, batch_size: int = 1):
+        super().__init__(codec, batch_size)
+        self.pending = np.zeros((batch_size, 0), np.float32)
+
+    def push(self, audio) -> np.ndarray:
+        """Tokens int64 [B, K, t] (t >= 0) for audio [B, n] at the codec's sample rate."""
+        self._check_open()
+        x = _array(audio)
+        if x.ndim != 2 or x.shape[0] != self.batch_size:
+            raise AudioError(f"pushed audio must be [{self.batch_size}, n], got shape "
+                             f"{tuple(x.shape)}")
+        if x.dtype.kind != "f":
+            raise AudioError(f"pushed audio must be float, got dtype {x.dtype}")
+        if not np.isfinite(x).all():
+            raise AudioError("pushed audio contains NaN or Inf")
+        self.pending = np.concatenate([self.pending, x.astype(np.float32)], -1)
+        spf = self.codec.samples_per_frame
+        whole = self.pending.shape[-1] // spf * spf
+        ready, self.pending = self.pending[:, :whole], self.pending[:, whole:]
+        return self._encode(ready)
+
+    def flush(self) -> np.ndarray:
+        """Tokens of the last partial frame, zero-padded as offline encode pads it."""
+        self._check_open()
+        spf = self.codec.samples_per_frame
+        rest, self.pending = self.pending, np.zeros((self.batch_size, 0), np.float32)
+        if rest.shape[-1]:
+            rest = np.pad(rest, ((0, 0), (0, spf - rest.shape[-1])))
+        return self._encode(rest)
+
+    def _encode(self, audio: np.ndarray) -> np.ndarray:
+        if audio.shape[-1] == 0:
+            return np.zeros((self.batch_size, self.codec.num_codebooks, 0), np.int64)
+        return self._run("audio", audio[:, None], self.codec.samples_per_frame).astype(np.int64)
+
+
+_DTYPES = {"float32": np.float32, "int64": np.int64, "float16": np.float16}
+
+__all__ = ["ArrayCodes", "OnnxCodec", "OnnxStreamDecoder", "OnnxStreamEncoder"]

@@ -1,0 +1,244 @@
+"""ONNX export (audiotok export --format onnx) and the torch-free runtime: parity with the golden
+reference, push-by-push streaming through the step graphs, the graphs' shapes and metadata, and
+the errors."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+
+import audiotok
+from audiotok.cli import main
+from audiotok.errors import AudioError, AudiotokError, CheckpointError, CodesError
+from audiotok.export import export_onnx
+from audiotok.runtime import OnnxCodec
+from tests.conftest import S2_TINY, XCODEC2_TINY
+
+LENGTHS = (1, 2047, 2048, 2049, 30000, 132377, 352805)
+
+# run with torch made unimportable: every golden case through the ONNX runtime, saved as .npz
+TORCH_FREE = textwrap.dedent("""
+    import sys
+    sys.modules["torch"] = None  # any `import torch` now raises ImportError
+    import numpy as np
+    import audiotok
+
+    folder, golden, out = sys.argv[1:4]
+    codec = audiotok.load(folder, threads=2)
+    d = np.load(golden)
+    r = {}
+    for n in LENGTHS:
+        r[f"codes_{n}"] = codec.encode(d[f"audio_{n}"]).tokens[0]
+        r[f"decoded_{n}"] = codec.decode(d[f"codes_{n}"])[0, 0]
+    batch = codec.encode([d[f"batch_audio_{i}"] for i in range(3)])
+    r["batch_codes"], r["batch_lengths"] = batch.tokens, batch.lengths
+    r["random_decoded"] = codec.decode(d["random_codes"])[0, 0]
+    rng = np.random.default_rng(0)
+    tokens, pieces, i = d["codes_352805"][None], [], 0
+    with codec.stream_decoder() as dec:  # pushes of 1..40 frames (the step graph takes 16)
+        while i < tokens.shape[-1]:
+            n = int(rng.integers(1, 41))
+            pieces.append(dec.push(tokens[:, :, i:i + n]))
+            i += n
+        pieces.append(dec.flush())
+    r["streamed"] = np.concatenate(pieces, -1)[0, 0]
+    audio, pieces, i = d["audio_352805"][None], [], 0
+    with codec.stream_encoder() as enc:  # pushes of 1 sample to 20 frames
+        while i < audio.shape[-1]:
+            n = int(rng.integers(1, 20 * 2048))
+            pieces.append(enc.push(audio[:, i:i + n]))
+            i += n
+        pieces.append(enc.flush())
+    r["stream_encoded"] = np.concatenate(pieces, -1)[0]
+    assert sys.modules["torch"] is None, "torch was imported"
+    np.savez(out, **r)
+""").replace("LENGTHS", repr(LENGTHS))
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    out = tmp_path_factory.mktemp("onnx") / "s2_tiny_onnx"
+    r = CliRunner().invoke(main, ["export", str(S2_TINY / "codec.pth"), "--format", "onnx",
+                                  "-o", str(out)], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert "decoder_step.onnx" in r.output
+    return out
+
+
+@pytest.fixture(scope="module")
+def torch_free(folder, tmp_path_factory):
+    out = tmp_path_factory.mktemp("torch_free") / "results.npz"
+    script = out.with_name("run.py")
+    script.write_text(TORCH_FREE)
+    r = subprocess.run([sys.executable, str(script), str(folder),
+                        str(S2_TINY / "expected_pth.npz"), str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert "Fish Audio Research License" in r.stderr  # the weights' licence is announced
+    with np.load(out) as z:
+        return {k: z[k] for k in z.files}
+
+
+def test_folder_graphs_metadata_and_dynamic_shapes(folder):
+    manifest = json.loads((folder / "audiotok_onnx.json").read_text())
+    assert set(manifest["graphs"]) == {"encoder", "decoder", "encoder_step", "decoder_step"}
+    assert manifest["max_push_frames"] == 16  # the tiny model's post-quantizer window
+    dims = {}
+    for graph, file in manifest["graphs"].items():
+        model = onnx.load(str(folder / file))
+        onnx.checker.check_model(model)
+        meta = {p.key: p.value for p in model.metadata_props}
+        assert meta["sample_rate"] == "44100" and meta["samples_per_frame"] == "2048"
+        assert meta["num_codebooks"] == "10" and meta["codec"] == "s2"
+        assert meta["audiotok_version"] == audiotok.__version__
+        assert "Fish Audio Research License" in meta["licence"]
+        dims[graph] = [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim]
+                       for i in model.graph.input]
+        # no tables of the reference's 32768 positions, nor any other length-bound constant
+        for init in model.graph.initializer:
+            assert 32768 not in init.dims and 4096 not in init.dims, init.name
+    assert dims["decoder"] == [["batch", 10, "frames"]]
+    assert dims["encoder"] == [["batch", 1, "2048*frames"]]
+    assert dims["decoder_step"][0] == ["batch", 10, "step_frames"]
+    assert dims["encoder_step"][0] == ["batch", 1, "2048*step_frames"]
+    for graph in ("decoder_step", "encoder_step"):  # the state: batch first, the rest fixed
+        state = manifest["state"][graph]
+        assert [s["name"] for s in state] == [
+            i.name for i in onnx.load(str(folder / f"{graph}.onnx")).graph.input][1:]
+        assert all(d[0] == "batch" and all(isinstance(v, int) for v in d[1:])
+                   for d in dims[graph][1:])
+    names = [s["name"] for s in manifest["state"]["decoder_step"]]
+    assert "state.quantizer.post_module.layers.1.v" in names  # windowed keys/values per layer
+    assert "state.quantizer.post_module.position" in names
+    assert "state.decoder.model.0.context" in names  # convolution left contexts
+
+
+def test_torch_free_parity_with_the_reference(torch_free, s2_golden):
+    for n in LENGTHS:
+        assert np.array_equal(torch_free[f"codes_{n}"], s2_golden[f"codes_{n}"]), n
+        np.testing.assert_allclose(torch_free[f"decoded_{n}"], s2_golden[f"decoded_{n}"],
+                                   rtol=0, atol=1e-4)
+    for i, n in enumerate(s2_golden["batch_code_lens"]):
+        assert np.array_equal(torch_free["batch_codes"][i, :, :n],
+                              s2_golden["batch_codes"][i, :, :n])
+    assert torch_free["batch_lengths"].tolist() == s2_golden["batch_code_lens"].tolist()
+    np.testing.assert_allclose(torch_free["random_decoded"], s2_golden["random_codes_decoded"],
+                               rtol=0, atol=1e-4)
+
+
+def test_torch_free_step_graphs_stream_exactly(torch_free, s2_golden):
+    offline = torch_free["decoded_352805"]
+    assert torch_free["streamed"].shape == offline.shape
+    np.testing.assert_allclose(torch_free["streamed"], offline, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(torch_free["streamed"], s2_golden["decoded_352805"], rtol=0,
+                               atol=1e-5)
+    assert np.array_equal(torch_free["stream_encoded"], s2_golden["codes_352805"])
+
+
+def test_importing_audiotok_imports_no_torch():
+    code = ("import sys, audiotok, audiotok.runtime, audiotok.export, audiotok.export.llm; "
+            "assert 'torch' not in sys.modules, 'torch imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_same_api_as_the_torch_codec(folder, s2_codec, s2_golden):
+    codec = audiotok.load(folder, threads=2)
+    assert isinstance(codec, OnnxCodec)
+    assert (codec.sample_rate, codec.samples_per_frame, codec.num_codebooks) == (44100, 2048, 10)
+    assert codec.codebook_sizes == s2_codec.codebook_sizes
+    assert codec.info()["runtime"] == "onnxruntime"
+    # Codes from the torch codec decode here, trimmed to the samples they were encoded from
+    codes = s2_codec.encode([s2_golden["batch_audio_0"], s2_golden["batch_audio_2"]])
+    ours = codec.decode(codes)
+    theirs = s2_codec.decode(codes).numpy()
+    assert ours.shape == theirs.shape == (2, 1, 30000)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-4)
+    assert not ours[1, 0, 12345:].any()
+    # [K, T] tokens, resampling of other rates, stereo downmix, a file path
+    assert codec.decode(s2_golden["codes_2049"]).shape == (1, 1, 4096)
+    at16k = codec.encode(np.zeros(16000, np.float32), sample_rate=16000)
+    assert at16k.tokens.shape == (1, 10, 22) and at16k.num_samples.tolist() == [44100]
+    stereo = np.stack([s2_golden["audio_30000"]] * 2)
+    assert np.array_equal(codec.encode(stereo).tokens[0], s2_golden["codes_30000"])
+    # clamping as the torch codec clamps
+    bad = s2_golden["codes_2049"].copy()
+    bad[0, 0] = 999
+    clamped = bad.copy()
+    clamped[0, 0] = 255
+    np.testing.assert_array_equal(codec.decode(bad, clamp=True), codec.decode(clamped))
+
+
+def test_bad_inputs_get_the_torch_codecs_errors(folder, s2_golden):
+    codec = audiotok.load(folder)
+    with pytest.raises(CodesError, match="9 codebooks"):
+        codec.decode(np.zeros((1, 9, 4), np.int64))
+    with pytest.raises(CodesError, match=r"token 999 at item 0, codebook 0, frame 0"):
+        codec.decode(np.full((1, 10, 4), 999))
+    with pytest.raises(CodesError, match="integers"):
+        codec.decode(np.zeros((1, 10, 4), np.float32))
+    with pytest.raises(CodesError, match="no frames"):
+        codec.decode(np.zeros((1, 10, 0), np.int64))
+    with pytest.raises(CodesError, match=r"\[B, K, T\]"):
+        codec.decode(np.zeros(10, np.int64))
+    with pytest.raises(AudioError, match="NaN"):
+        codec.encode(np.full(100, np.nan, np.float32))
+    with pytest.raises(AudioError):
+        codec.encode(b"not audio at all")
+    with pytest.raises(ValueError, match="batch_size"):
+        codec.stream_decoder(0)
+    with codec.stream_decoder(2) as dec:
+        with pytest.raises(CodesError, match=r"\[2, 10, t\]"):
+            dec.push(np.zeros((1, 10, 3), np.int64))
+        with pytest.raises(CodesError, match="outside"):
+            dec.push(np.full((2, 10, 1), -1))
+        assert dec.push(np.zeros((2, 10, 0), np.int64)).shape == (2, 1, 0)
+    with pytest.raises(RuntimeError, match="with"):
+        dec.push(np.zeros((2, 10, 1), np.int64))
+    with codec.stream_encoder() as enc:
+        with pytest.raises(AudioError, match="float"):
+            enc.push(np.zeros((1, 10), np.int16))
+        with pytest.raises(AudioError, match=r"\[1, n\]"):
+            enc.push(np.zeros(10, np.float32))
+        assert enc.push(np.zeros((1, 2047), np.float32)).shape == (1, 10, 0)
+        assert enc.flush().shape == (1, 10, 1)
+
+
+def test_broken_export_folders(folder, tmp_path):
+    with pytest.raises(CheckpointError, match="unreadable"):
+        OnnxCodec(tmp_path)
+    (tmp_path / "audiotok_onnx.json").write_text(json.dumps({"format": "something else"}))
+    with pytest.raises(CheckpointError, match="not an audiotok ONNX export"):
+        audiotok.load(tmp_path)
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    (partial / "audiotok_onnx.json").write_bytes((folder / "audiotok_onnx.json").read_bytes())
+    with pytest.raises(CheckpointError, match="missing"):
+        audiotok.load(partial)
+
+
+def test_export_refuses_what_it_cannot_do_and_leaves_nothing(s2_codec, xc_codec, tmp_path):
+    import torch
+
+    with pytest.raises(AudiotokError, match="not available yet"):
+        export_onnx(xc_codec, tmp_path / "x")
+    with pytest.raises(AudiotokError, match="float32"):
+        export_onnx(audiotok.load(S2_TINY / "codec.pth", dtype=torch.bfloat16), tmp_path / "x")
+    with pytest.raises(AudiotokError, match=r"max_push_frames must be 1\.\.16"):
+        export_onnx(s2_codec, tmp_path / "x", max_push_frames=17)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine")
+    with pytest.raises(AudiotokError, match="not an empty folder"):
+        export_onnx(s2_codec, tmp_path / "full")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]  # no half-made folder
+    r = CliRunner().invoke(main, ["export", str(S2_TINY / "codec.pth"), "--format", "onnx",
+                                  "--dtype", "f16", "-o", str(tmp_path / "y")])
+    assert r.exit_code == 1 and "float32" in r.output
+    r = CliRunner().invoke(main, ["export", str(XCODEC2_TINY / "hf"), "--format", "onnx",
+                                  "-o", str(tmp_path / "y")])
+    assert r.exit_code == 1 and "not available yet" in r.output and "Traceback" not in r.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]
