@@ -13,16 +13,16 @@ from .common import fail, one_line
 @click.command("export")
 @click.argument("model")
 @click.option("--format", "fmt", type=click.Choice(["onnx", "gguf"]), required=True,
-              help="onnx: a folder of ONNX graphs (encoder, decoder, and their streaming step "
-                   "graphs) that `audiotok.load` runs with onnxruntime, without torch (S2). "
-                   "gguf: a codec-only GGUF for s2.cpp (S2).")
+              help="onnx: a folder of ONNX graphs (encoder and decoder; for S2 also their "
+                   "streaming step graphs) that `audiotok.load` runs with onnxruntime, "
+                   "without torch (S2 and X-Codec2). gguf: a codec-only GGUF for s2.cpp (S2).")
 @click.option("--out", "-o", required=True, type=click.Path(),
               help="Output: a new or empty folder (onnx) or a file (gguf).")
 @click.option("--dtype", type=click.Choice(["f16", "f32"]), default=None,
               help="GGUF tensor type: f16 (the default; every tensor, as s2.cpp's exporter "
                    "writes; its CPU backend needs F16 conv kernels) or f32. ONNX graphs are f32.")
 @click.option("--max-push-frames", type=click.IntRange(min=1), default=None,
-              help="ONNX: the most frames one streaming step graph call takes (default: the "
+              help="ONNX, S2: the most frames one streaming step graph call takes (default: the "
                    "attention window in frames, the most a step can take exactly); longer "
                    "pushes are split by the runtime.")
 def export(model, fmt, out, dtype, max_push_frames):

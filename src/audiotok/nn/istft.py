@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .masking import time_mask
+from .tracing import exporting
 
 
 class ISTFTHead(nn.Module):
@@ -23,18 +24,48 @@ class ISTFTHead(nn.Module):
 
     def _overlap_add(self, frames: torch.Tensor) -> torch.Tensor:
         """frames [B, n_fft, T] -> [B, hop * T] after trimming."""
+        if exporting():
+            return self._overlap_add_shifted(frames)
         size = (frames.shape[-1] - 1) * self.hop + self.n_fft
         out = F.fold(frames, output_size=(1, size), kernel_size=(1, self.n_fft),
                      stride=(1, self.hop))
         return out[:, 0, 0, self.trim : size - self.trim]
+
+    def _overlap_add_shifted(self, frames: torch.Tensor) -> torch.Tensor:
+        """The same overlap-add as n_fft / hop shifted sums of hop-long segments: real-valued,
+        length-independent ops only (graph export)."""
+        b, n, t = frames.shape
+        hop, parts = self.hop, n // self.hop
+        if parts * hop != n:
+            raise ValueError(f"graph export needs n_fft ({n}) to be a multiple of hop ({hop})")
+        segments = frames.reshape(b, parts, hop, t).transpose(2, 3)  # [B, parts, T, hop]
+        out = sum(F.pad(segments[:, j].reshape(b, t * hop), (j * hop, (parts - 1 - j) * hop))
+                  for j in range(parts))
+        return out[:, self.trim : out.shape[-1] - self.trim]
+
+    def _irfft(self, magnitude: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
+        """irfft(polar(magnitude, phase), n_fft) over the last axis; when exporting, as two
+        real matrix products with the inverse DFT's cosine and sine tables (float64 tables, the
+        products in float32)."""
+        if not exporting():
+            spectrum = torch.polar(magnitude, phase)
+            return torch.fft.irfft(spectrum, self.n_fft, dim=-1, norm="backward")
+        n = self.n_fft
+        k = torch.arange(n // 2 + 1, dtype=torch.float64)[:, None]
+        angle = 2 * torch.pi * ((k * torch.arange(n, dtype=torch.float64)) % n) / n
+        weight = torch.full_like(k, 2.0 / n)
+        weight[0] = weight[-1] = 1.0 / n  # DC and Nyquist (n even) appear once
+        sin = -weight * angle.sin()
+        sin[0] = sin[-1] = 0.0  # irfft ignores the imaginary parts of DC and Nyquist
+        cos, sin = (weight * angle.cos()).float(), sin.float()
+        return (magnitude * phase.cos()) @ cos + (magnitude * phase.sin()) @ sin
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         """x [B, T, dim] -> audio [B, 1, hop * T]; with `lengths` (frames per item) each item is
         synthesised from its own frames only, as if alone."""
         log_mag, phase = self.linear(x).chunk(2, dim=-1)
         magnitude = torch.exp(log_mag.float()).clamp(max=1e2)
-        spectrum = torch.polar(magnitude, phase.float())
-        frames = torch.fft.irfft(spectrum, self.n_fft, dim=-1, norm="backward").transpose(1, 2)
+        frames = self._irfft(magnitude, phase.float()).transpose(1, 2)
         frames = frames * self.window[None, :, None]
         b, _, t = frames.shape
         weights = self.window.square()[None, :, None].expand(1, -1, t)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ..audio import to_items
+from ..chunking import context_windows
 from ..errors import AudioError, AudiotokError, CheckpointError, CodesError
 
 MANIFEST = "audiotok_onnx.json"
@@ -89,6 +90,8 @@ class OnnxCodec:
         return self.sample_rate / self.samples_per_frame
 
     def num_frames(self, num_samples: int) -> int:
+        if self.name == "xcodec2":  # always padded with 1..hop zeros, as trained
+            return num_samples // self.samples_per_frame + 1
         return -(-num_samples // self.samples_per_frame)
 
     def info(self) -> dict:
@@ -103,28 +106,83 @@ class OnnxCodec:
         """Tokens of one item or a batch: the inputs `Codec.encode` takes (paths, bytes, numpy
         arrays, lists of items of any lengths and channel counts), resampled and downmixed."""
         items = to_items(x, sample_rate, self.sample_rate, arrays=True)
-        spf = self.samples_per_frame
         frames = [self.num_frames(it.samples.size) for it in items]
-        audio = np.zeros((len(items), 1, max(frames) * spf), np.float32)
-        for i, it in enumerate(items):
-            audio[i, 0, : it.samples.size] = it.samples
-        tokens = self.sessions["encoder"].run(None, {"audio": audio})[0].astype(np.int64)
-        for i, n in enumerate(frames):  # causal: padding never reaches an item's frames
-            tokens[i, :, n:] = 0
-        return ArrayCodes(tokens, np.asarray(frames, np.int64), self.name, self.sample_rate, spf,
+        tokens = np.zeros((len(items), self.num_codebooks, max(frames)), np.int64)
+        for group in self._groups(frames):
+            audio = self._padded([items[i].samples for i in group], frames[group[0]])
+            if self._is_long(frames[group[0]]):
+                out = self._encode_windowed(audio)
+            else:
+                out = self._encode_batch(audio)
+            for j, i in enumerate(group):
+                tokens[i, :, : frames[i]] = out[j, :, : frames[i]]
+        return ArrayCodes(tokens, np.asarray(frames, np.int64), self.name, self.sample_rate,
+                          self.samples_per_frame,
                           np.asarray([it.samples.size for it in items], np.int64),
                           {"source_sample_rate": [it.source_rate for it in items],
                            "source_num_samples": [it.source_samples for it in items]})
+
+    def _groups(self, frames: list[int]) -> list[list[int]]:
+        """Items run as one batch: all of them for a causal codec (padding never reaches an
+        item's frames), else those of equal length (a long one alone: it is windowed)."""
+        if self.causal:
+            return [list(range(len(frames)))]
+        groups: dict[int, list[int]] = {}
+        for i, n in enumerate(frames):
+            groups.setdefault(-1 - i if self._is_long(n) else n, []).append(i)
+        return list(groups.values())
+
+    def _is_long(self, frames: int) -> bool:
+        window = self.facts.get("window_frames")
+        return window is not None and frames > window
+
+    def _windows(self, frames: int):
+        return context_windows(frames, self.facts["window_frames"], self.facts["context_frames"])
+
+    def _padded(self, samples: list[np.ndarray], frames: int) -> np.ndarray:
+        """Zero-padded audio [B, 1, frames * samples_per_frame] (at least each item's frames)."""
+        length = max(frames, *(self.num_frames(x.size) for x in samples)) * self.samples_per_frame
+        audio = np.zeros((len(samples), 1, length), np.float32)
+        for i, x in enumerate(samples):
+            audio[i, 0, : x.size] = x
+        return audio
+
+    def _encode_batch(self, audio: np.ndarray) -> np.ndarray:
+        if "features" in self.sessions:  # X-Codec2: the semantic branch's input first
+            features = self.sessions["features"].run(None, {"audio": audio})[0]
+            return self.sessions["encoder"].run(None, {"audio": audio, "features": features})[0]
+        return self.sessions["encoder"].run(None, {"audio": audio})[0]
+
+    def _encode_windowed(self, audio: np.ndarray) -> np.ndarray:
+        """One long item in windows, as the torch codec does: the features are the whole
+        signal's, sliced per window."""
+        hop = self.samples_per_frame
+        features = self.sessions["features"].run(None, {"audio": audio})[0]
+        pieces = [self.sessions["encoder"].run(None, {
+            "audio": audio[..., a * hop: b * hop], "features": features[:, a:b]})[0][..., keep]
+            for a, b, keep in self._windows(audio.shape[-1] // hop)]
+        return np.concatenate(pieces, -1)
 
     # -- decode --------------------------------------------------------------------------------
     def decode(self, codes, *, clamp: bool = False) -> np.ndarray:
         """Audio float32 [B, 1, N] for ArrayCodes or integer tokens [B, K, T] / [K, T]; each item
         trimmed to its length and zero beyond it, as Codec.decode."""
         tokens, lengths, num_samples = self.check_codes(codes, clamp)
-        audio = self.sessions["decoder"].run(None, {"codes": tokens})[0]
         spf = self.samples_per_frame
+        run = self.sessions["decoder"].run
+        audio = np.zeros((tokens.shape[0], 1, tokens.shape[-1] * spf), np.float32)
+        for group in self._groups(lengths.tolist()):
+            n = int(lengths[group].max())
+            if not self._is_long(n):
+                audio[group, :, : n * spf] = run(None, {"codes": tokens[group, :, :n]})[0]
+                continue
+            i = group[0]
+            for a, b, keep in self._windows(n):
+                piece = run(None, {"codes": tokens[i: i + 1, :, a:b]})[0]
+                audio[i, :, (a + keep.start) * spf: (a + keep.stop) * spf] = \
+                    piece[0, :, keep.start * spf: keep.stop * spf]
         out_len = lengths * spf if num_samples is None else np.minimum(num_samples, lengths * spf)
-        audio = audio[..., : int(out_len.max())].copy()
+        audio = audio[..., : int(out_len.max())]
         for i, n in enumerate(out_len.tolist()):
             audio[i, :, n:] = 0
         return audio
@@ -178,6 +236,10 @@ class OnnxCodec:
         return OnnxStreamEncoder(self, batch_size)
 
     def _step_session(self, graph: str):
+        if not self.causal:  # as the torch codec says it
+            raise AudiotokError(f"{self.title} is not causal (it attends to the whole signal), "
+                                "so it cannot stream exactly; use encode()/decode(), which "
+                                "process long inputs in overlapping windows")
         if graph not in self.sessions:
             raise AudiotokError(f"{self.folder} has no {graph} graph: {self.title} does not "
                                 "stream exactly here")

@@ -8,6 +8,7 @@ import torch
 
 from ...audio import AudioItem
 from ...checkpoint import load_into
+from ...chunking import context_windows
 from ...codec import Codec
 from .config import XCodec2Config
 from .model import XCodec2Model
@@ -57,10 +58,7 @@ class XCodec2Codec(Codec):
 
     def _windows(self, frames: int):
         """(start, stop) of each window with context, and the slice of its output to keep."""
-        w, c = self.window_frames, self.context_frames
-        for s in range(0, frames, w):
-            a, b = max(0, s - c), min(frames, s + w + c)
-            yield a, b, slice(s - a, s - a + min(w, frames - s))
+        return context_windows(frames, self.window_frames, self.context_frames)
 
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
         frames = [self.num_frames(it.samples.numel()) for it in items]

@@ -13,8 +13,10 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 from ...nn.masking import time_mask
+from ...nn.tracing import exporting
 
 FRAME = 400
 SHIFT = 160
@@ -56,6 +58,8 @@ def log_mel(audio: torch.Tensor, sample_rate: int, block: int = 4096) -> torch.T
     frames = audio.unfold(-1, FRAME, SHIFT)  # [B, F, 400], a view
     window = povey_window(device=audio.device)
     filters = mel_filters(sample_rate, device=audio.device)
+    if exporting():  # one block (the length is symbolic)
+        return _log_mel_frames(frames, window, filters)
     return torch.cat([_log_mel_frames(frames[:, i : i + block], window, filters)
                       for i in range(0, frames.shape[1], block)], dim=1)
 
@@ -66,9 +70,22 @@ def _log_mel_frames(frames: torch.Tensor, window: torch.Tensor, filters: torch.T
     frames = frames - frames.mean(-1, keepdim=True)
     emphasised = torch.cat([frames[..., :1] * (1 - PREEMPHASIS),
                             frames[..., 1:] - PREEMPHASIS * frames[..., :-1]], dim=-1)
-    spectrum = torch.fft.rfft(emphasised * window, n=FFT).to(torch.complex64)  # as the reference
-    power = torch.view_as_real(spectrum).double().pow(2).sum(-1)
+    power = _power(emphasised * window)
     return torch.log(torch.clamp(power @ filters, min=LOG_FLOOR)).float()
+
+
+def _power(frames: torch.Tensor) -> torch.Tensor:
+    """|rfft(frames, FFT)|^2 in float64 of the spectrum rounded to complex64, as the reference
+    computes it; when traced for export, the real DFT as float64 matrix products (no complex
+    tensors)."""
+    if not exporting():
+        spectrum = torch.fft.rfft(frames, n=FFT).to(torch.complex64)
+        return torch.view_as_real(spectrum).double().pow(2).sum(-1)
+    k = torch.arange(FFT // 2 + 1, dtype=torch.float64, device=frames.device)[None, :]
+    n = torch.arange(FRAME, dtype=torch.float64, device=frames.device)[:, None]
+    angle = 2 * math.pi * ((n * k) % FFT) / FFT  # [400, 257]: frames are zero-padded to 512
+    real, imag = frames @ angle.cos(), -(frames @ angle.sin())
+    return real.float().double().pow(2) + imag.float().double().pow(2)
 
 
 def semantic_features(audio: torch.Tensor, lengths: torch.Tensor, hop: int, sample_rate: int
@@ -81,9 +98,8 @@ def semantic_features(audio: torch.Tensor, lengths: torch.Tensor, hop: int, samp
     """
     half = hop // 2
     b, p_max = audio.shape
-    padded = torch.zeros(b, p_max + 2 * half, dtype=audio.dtype, device=audio.device)
-    for i, n in enumerate(lengths.tolist()):
-        padded[i, half : half + n] = audio[i, :n]
+    inside = time_mask(lengths.to(audio.device), p_max)
+    padded = F.pad(torch.where(inside, audio, torch.zeros_like(audio)), (half, half))
     feats = log_mel(padded, sample_rate)  # [B, F_max, 80]
     n_frames = (lengths + 2 * half - FRAME) // SHIFT + 1
     valid = time_mask(n_frames.to(audio.device), feats.shape[1])

@@ -20,6 +20,7 @@ from ...nn.fsq import FSQ
 from ...nn.istft import ISTFTHead
 from ...nn.masking import time_mask, zero_tail
 from ...nn.precision import param_dtype, run_in
+from ...nn.tracing import exporting
 from ...nn.transformer import RMSNorm
 from ...nn.windows import map_windows
 from .config import XCodec2Config
@@ -99,8 +100,11 @@ class AcousticEncoder(nn.Module):
         stages += [(b, b.stride, b.radius, b.conv1.in_channels) for b in self.block[1:]]
         for fn, stride, radius, channels in stages:
             # about window_elements values per tensor, but at least 8 halos of output
-            window = max(self.window_elements // (channels * x.shape[0]), 8 * radius)
-            x = map_windows(fn, x, lengths, stride=stride, radius=radius, window=window)
+            if exporting():  # one whole-signal pass: the length is symbolic
+                x = fn(x, lengths)
+            else:
+                window = max(self.window_elements // (channels * x.shape[0]), 8 * radius)
+                x = map_windows(fn, x, lengths, stride=stride, radius=radius, window=window)
             lengths = None if lengths is None else lengths // stride
         return self.conv2(zero_tail(self.snake1(x, lengths), lengths))
 

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...nn.tracing import exporting
 from .config import SemanticConfig
 
 
@@ -68,9 +69,13 @@ class SelfAttention(nn.Module):
         q = self.linear_q(x).view(shape).transpose(1, 2)
         k = self.linear_k(x).view(shape).transpose(1, 2)
         v = self.linear_v(x).view(shape).transpose(1, 2)
-        # Queries in blocks: the bias of a block is [B, H, block, T], never the whole T x T.
-        y = torch.cat([self._attend(q[:, :, s : s + self.query_block], k, v, s, key_mask)
-                       for s in range(0, t, self.query_block)], dim=2)
+        # Queries in blocks: the bias of a block is [B, H, block, T], never the whole T x T
+        # (one block of all queries when traced for export, where the length is symbolic).
+        if exporting():
+            y = self._attend(q, k, v, 0, key_mask)
+        else:
+            y = torch.cat([self._attend(q[:, :, s : s + self.query_block], k, v, s, key_mask)
+                           for s in range(0, t, self.query_block)], dim=2)
         return self.linear_out(y.transpose(1, 2).reshape(b, t, -1))
 
     def _attend(self, q, k, v, start: int, key_mask: torch.Tensor | None) -> torch.Tensor:
