@@ -1,13 +1,14 @@
-"""ONNX Runtime next to audiotok's PyTorch path: S2 encode, decode and streaming decode on the
-full-size S2 Pro configuration (random weights), float32, side by side in one process.
+"""ONNX Runtime next to audiotok's PyTorch path: encode, decode (and for S2 streaming decode) on
+the full-size configurations (random weights), float32, side by side in one process.
 
-    python benchmarks/onnx_speed.py --threads 2 --seconds 10
+    python benchmarks/onnx_speed.py --codec s2 --threads 2 --seconds 10
+    python benchmarks/onnx_speed.py --codec xcodec2 --threads 2 --seconds 10
 
 Exports the graphs once (audiotok export --format onnx) into --workdir, then times, interleaved
-repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and a streaming decode
-of the same tokens in pushes of `--push` frames (PyTorch: Codec.stream_decoder; ONNX: the step
-graph). Reports medians, ONNX/PyTorch ratios, and the parity of the ONNX results (tokens equal,
-largest audio difference). Both runtimes get the same number of threads.
+repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and (S2) a streaming
+decode of the same tokens in pushes of `--push` frames (PyTorch: Codec.stream_decoder; ONNX: the
+step graph). Reports medians, ONNX/PyTorch ratios, and the parity of the ONNX results (tokens
+equal, largest audio difference). Both runtimes get the same number of threads.
 """
 
 from __future__ import annotations
@@ -29,13 +30,21 @@ HERE = Path(__file__).resolve().parent
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--push", type=int, default=4, help="frames per streaming push")
-    p.add_argument("--model", type=Path, help="S2 checkpoint (default: random full-size weights)")
+    p.add_argument("--codec", choices=["s2", "xcodec2"], default="s2")
+    p.add_argument("--model", type=Path, help="checkpoint (default: random full-size weights)")
     args = p.parse_args()
-    weights = args.model or args.workdir / "s2-pro-random" / "codec.pth"
-    if not weights.exists():  # in a child process, so its memory does not count here
-        subprocess.run([sys.executable, HERE / "s2_cpu.py", "--make-weights", str(weights)],
-                       check=True)
-    folder = args.workdir / f"{weights.parent.name}-onnx"
+    if args.model:
+        weights = args.model
+    elif args.codec == "s2":
+        weights = args.workdir / "s2-pro-random" / "codec.pth"
+        if not weights.exists():  # in a child process, so its memory does not count here
+            subprocess.run([sys.executable, HERE / "s2_cpu.py", "--make-weights", str(weights)],
+                           check=True)
+    else:
+        from compare import weights as random_weights
+
+        weights = random_weights("xcodec2", args.workdir)
+    folder = args.workdir / f"{(weights.parent if weights.is_file() else weights).name}-onnx"
     if not (folder / "audiotok_onnx.json").exists():
         t = time.perf_counter()
         cli = [sys.executable, "-c", "from audiotok.cli import main; main()"]
@@ -56,9 +65,10 @@ def main() -> None:
                     for i in range(0, tokens.shape[-1], args.push)]
 
     runs = {"encode": (lambda: ours.encode(x).tokens, lambda: onnx.encode(x).tokens),
-            "decode": (lambda: ours.decode(tokens), lambda: onnx.decode(tokens.numpy())),
-            f"stream decode ({args.push}-frame pushes)": (lambda: stream(ours),
-                                                          lambda: stream(onnx))}
+            "decode": (lambda: ours.decode(tokens), lambda: onnx.decode(tokens.numpy()))}
+    if ours.causal:
+        runs[f"stream decode ({args.push}-frame pushes)"] = (lambda: stream(ours),
+                                                             lambda: stream(onnx))
     times = {k: ([], []) for k in runs}
     results = {}
     for k, fns in runs.items():  # warm-up, and the outputs compared below
@@ -71,14 +81,14 @@ def main() -> None:
                 times[k][i].append(time.perf_counter() - t)
     enc = results["encode"]
     dec = results["decode"]
-    streamed = np.concatenate([np.asarray(a) for a in results[next(iter(list(runs)[2:]))][1]],
-                              -1)
     parity = {"tokens_equal": float((enc[0].numpy() == enc[1]).mean()),
-              "decode_max_abs": float(np.abs(dec[0].numpy() - dec[1]).max()),
-              "stream_vs_offline_max_abs": float(np.abs(dec[0].numpy()[..., :streamed.shape[-1]]
-                                                        - streamed).max())}
+              "decode_max_abs": float(np.abs(dec[0].numpy() - dec[1]).max())}
+    if ours.causal:
+        streamed = np.concatenate([np.asarray(a) for a in results[list(runs)[2]][1]], -1)
+        parity["stream_vs_offline_max_abs"] = float(
+            np.abs(dec[0].numpy()[..., :streamed.shape[-1]] - streamed).max())
     rows = []
-    print(f"S2 full size (random weights), float32, {args.seconds:g} s of speech, "
+    print(f"{ours.title} full size (random weights), float32, {args.seconds:g} s of speech, "
           f"{args.threads} threads, median of {args.repeats}")
     print("| | PyTorch (s) | ONNX Runtime (s) | ONNX / PyTorch | ONNX real-time factor |")
     print("|---|---|---|---|---|")
@@ -88,12 +98,13 @@ def main() -> None:
                      "onnx_rtf": tb / args.seconds})
         print(f"| {k} | {ta:.2f} | {tb:.2f} | {tb / ta:.2f} | {tb / args.seconds:.3f} |")
     print(f"parity: tokens equal {parity['tokens_equal']:.4f}, decode max abs "
-          f"{parity['decode_max_abs']:.2e}, ONNX stream vs PyTorch offline "
-          f"{parity['stream_vs_offline_max_abs']:.2e}")
+          f"{parity['decode_max_abs']:.2e}" + (
+              f", ONNX stream vs PyTorch offline {parity['stream_vs_offline_max_abs']:.2e}"
+              if ours.causal else ""))
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "parity": parity, "args": {
-            "seconds": args.seconds, "threads": args.threads, "push": args.push,
-            "repeats": args.repeats}}, indent=1))
+            "codec": args.codec, "seconds": args.seconds, "threads": args.threads,
+            "push": args.push, "repeats": args.repeats}}, indent=1))
 
 
 if __name__ == "__main__":

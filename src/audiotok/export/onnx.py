@@ -233,17 +233,14 @@ def _quiet():
 
 
 def _export(module, args, path: Path, inputs, outputs, dynamic, facts) -> str:
-    import onnx
-
+    """Trace `module` and save it at `path` with `facts` as metadata; weights over 2 GB go to
+    `<name>.data` beside it (ONNX's protobuf limit), which runtimes load from the same folder."""
     if isinstance(dynamic, dict):  # by input name -> by position
         dynamic = tuple(dynamic[name] for name in inputs)
     program = torch.onnx.export(module, args, dynamic_shapes=dynamic, input_names=inputs,
                                 output_names=outputs, dynamo=True, external_data=False,
                                 verbose=False)
-    program.save(str(path))
-    model = onnx.load(str(path))
     for key, value in facts.items():
-        entry = model.metadata_props.add()
-        entry.key, entry.value = key, json.dumps(value) if not isinstance(value, str) else value
-    onnx.save(model, str(path))
+        program.model.metadata_props[key] = value if isinstance(value, str) else json.dumps(value)
+    program.save(str(path))
     return path.name
