@@ -19,6 +19,7 @@ from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
 from .nn.cuda_graphs import GraphCache
 from .nn.precision import set_precision
+from .tokencheck import check_batch, out_of_range, rank_error
 
 _ANNOUNCED: set[str] = set()
 
@@ -170,16 +171,10 @@ class Codec:
             if tokens.ndim == 2:
                 tokens = tokens[None]
             if tokens.ndim != 3:
-                raise CodesError(f"tokens must be [B, K, T] or [K, T], got shape "
-                                 f"{tuple(tokens.shape)}")
+                raise rank_error(tokens.shape)
             lengths = torch.full((tokens.shape[0],), tokens.shape[2])
-        b, k, t = tokens.shape
-        if k != self.num_codebooks:
-            raise CodesError(f"tokens have {k} codebooks (shape {tuple(tokens.shape)}); the "
-                             f"{self.name} codec has {self.num_codebooks}")
-        if t == 0 or b == 0 or int(lengths.min()) == 0:
-            raise CodesError(f"no frames to decode (shape {tuple(tokens.shape)}, lengths "
-                             f"{lengths.tolist()})")
+        check_batch(tuple(tokens.shape), lengths.tolist(), self.name, self.num_codebooks)
+        t = tokens.shape[-1]
         tokens = tokens.long().clone()
         valid = torch.arange(t)[None, :] < lengths.cpu()[:, None]  # [B, T]
         tokens.masked_fill_(~valid[:, None, :].to(tokens.device), 0)
@@ -188,9 +183,7 @@ class Codec:
         if bad.any():
             if not clamp:
                 i, cb, f = (int(v) for v in bad.nonzero()[0])
-                raise CodesError(
-                    f"token {int(tokens[i, cb, f])} at item {i}, codebook {cb}, frame {f} is "
-                    f"outside 0..{self.codebook_sizes[cb] - 1} (pass clamp=True to clamp)")
+                raise out_of_range(int(tokens[i, cb, f]), i, cb, f, self.codebook_sizes[cb])
             tokens = torch.minimum(tokens.clamp(min=0), high)
         return tokens, lengths.cpu().long(), None if num_samples is None else num_samples.cpu()
 

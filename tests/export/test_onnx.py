@@ -70,18 +70,22 @@ def folder(tmp_path_factory):
     return out
 
 
-@pytest.fixture(scope="module")
-def torch_free(folder, tmp_path_factory):
-    out = tmp_path_factory.mktemp("torch_free") / "results.npz"
-    script = out.with_name("run.py")
-    script.write_text(TORCH_FREE)
-    r = subprocess.run([sys.executable, str(script), str(folder),
-                        str(S2_TINY / "expected_pth.npz"), str(out)],
+def run_torch_free(script: str, folder, golden, tmp, licence: str) -> dict:
+    """Run `script` (folder, golden .npz, output .npz) in a fresh interpreter; its results."""
+    out = tmp / "results.npz"
+    (tmp / "run.py").write_text(script)
+    r = subprocess.run([sys.executable, str(tmp / "run.py"), str(folder), str(golden), str(out)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
-    assert "Fish Audio Research License" in r.stderr  # the weights' licence is announced
+    assert licence in r.stderr  # the weights' licence is announced
     with np.load(out) as z:
         return {k: z[k] for k in z.files}
+
+
+@pytest.fixture(scope="module")
+def torch_free(folder, tmp_path_factory):
+    return run_torch_free(TORCH_FREE, folder, S2_TINY / "expected_pth.npz",
+                          tmp_path_factory.mktemp("torch_free"), "Fish Audio Research License")
 
 
 def test_folder_graphs_metadata_and_dynamic_shapes(folder):
@@ -297,21 +301,13 @@ def test_xcodec2_graphs_are_real_valued_and_dynamic(xc_folder):
 
 
 def test_xcodec2_torch_free_parity_with_the_reference(xc_folder, xc_golden, tmp_path):
-    out = tmp_path / "results.npz"
-    script = tmp_path / "run.py"
-    script.write_text(XC_TORCH_FREE)
-    r = subprocess.run([sys.executable, str(script), str(xc_folder),
-                        str(XCODEC2_TINY / "cases.npz"), str(out)],
-                       capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr
-    assert "CC-BY-NC-4.0" in r.stderr
-    with np.load(out) as z:
-        for c in XC_CASES:
-            assert np.array_equal(z[f"{c}_codes"], xc_golden[f"{c}_codes"]), c
-            np.testing.assert_allclose(z[f"{c}_audio"], xc_golden[f"{c}_audio"], rtol=0,
-                                       atol=1e-4)
-        np.testing.assert_allclose(z["random_codes_audio"], xc_golden["random_codes_audio"],
-                                   rtol=0, atol=1e-4)
+    z = run_torch_free(XC_TORCH_FREE, xc_folder, XCODEC2_TINY / "cases.npz", tmp_path,
+                       "CC-BY-NC-4.0")
+    for c in XC_CASES:
+        assert np.array_equal(z[f"{c}_codes"], xc_golden[f"{c}_codes"]), c
+        np.testing.assert_allclose(z[f"{c}_audio"], xc_golden[f"{c}_audio"], rtol=0, atol=1e-4)
+    np.testing.assert_allclose(z["random_codes_audio"], xc_golden["random_codes_audio"],
+                               rtol=0, atol=1e-4)
 
 
 def test_xcodec2_batches_and_windows_as_the_torch_codec(xc_folder, xc_golden, tmp_path):

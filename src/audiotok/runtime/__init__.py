@@ -25,6 +25,7 @@ import numpy as np
 from ..audio import to_items
 from ..chunking import context_windows
 from ..errors import AudioError, AudiotokError, CheckpointError, CodesError
+from ..tokencheck import check_batch, out_of_range, rank_error
 
 MANIFEST = "audiotok_onnx.json"
 _ANNOUNCED: set[str] = set()
@@ -201,18 +202,12 @@ class OnnxCodec:
             if tokens.ndim == 2:
                 tokens = tokens[None]
             if tokens.ndim != 3:
-                raise CodesError(f"tokens must be [B, K, T] or [K, T], got shape "
-                                 f"{tuple(tokens.shape)}")
+                raise rank_error(tokens.shape)
             lengths = np.full(tokens.shape[0], tokens.shape[2], np.int64)
         if tokens.dtype.kind not in "iu":
             raise CodesError(f"tokens must be integers, got dtype {tokens.dtype}")
-        b, k, t = tokens.shape
-        if k != self.num_codebooks:
-            raise CodesError(f"tokens have {k} codebooks (shape {tuple(tokens.shape)}); the "
-                             f"{self.name} codec has {self.num_codebooks}")
-        if t == 0 or b == 0 or int(lengths.min()) == 0:
-            raise CodesError(f"no frames to decode (shape {tuple(tokens.shape)}, lengths "
-                             f"{lengths.tolist()})")
+        check_batch(tokens.shape, lengths.tolist(), self.name, self.num_codebooks)
+        t = tokens.shape[-1]
         tokens = tokens.astype(np.int64)
         tokens = np.where(np.arange(t)[None, None, :] < lengths[:, None, None], tokens, 0)
         high = np.asarray(self.codebook_sizes)[None, :, None] - 1
@@ -220,9 +215,7 @@ class OnnxCodec:
         if bad.any():
             if not clamp:
                 i, cb, f = (int(v) for v in np.argwhere(bad)[0])
-                raise CodesError(
-                    f"token {int(tokens[i, cb, f])} at item {i}, codebook {cb}, frame {f} is "
-                    f"outside 0..{self.codebook_sizes[cb] - 1} (pass clamp=True to clamp)")
+                raise out_of_range(int(tokens[i, cb, f]), i, cb, f, self.codebook_sizes[cb])
             tokens = np.minimum(np.maximum(tokens, 0), high)
         return tokens, lengths, num_samples
 
