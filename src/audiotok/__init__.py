@@ -24,6 +24,14 @@ def load(name_or_path: str | os.PathLike, **kwargs):
     if (Path(name_or_path) / "audiotok_onnx.json").is_file():
         from .runtime import OnnxCodec
 
+        other = sorted(set(kwargs) - {"threads", "providers"})
+        if other:
+            from .errors import AudiotokError
+
+            raise AudiotokError(
+                f"{name_or_path} is an ONNX export, run by onnxruntime from Python: "
+                f"audiotok.load(folder) takes threads= and providers=, not {', '.join(other)}; "
+                "the command line's model commands take PyTorch checkpoints")
         return OnnxCodec(name_or_path, **kwargs)
     from .models import load as load_model
 

@@ -212,6 +212,19 @@ def test_bad_inputs_get_the_torch_codecs_errors(folder, s2_golden):
         assert enc.flush().shape == (1, 10, 1)
 
 
+def test_torch_only_uses_of_an_export_folder_are_refused_clearly(folder, tmp_path):
+    with pytest.raises(AudiotokError, match="takes threads= and providers=, not device, dtype"):
+        audiotok.load(folder, device="cpu", dtype="bfloat16")
+    for args in (["reconstruct", "examples/speech.wav", "-o", str(tmp_path / "x.wav")],
+                 ["info"], ["export", str(folder), "--format", "gguf", "-o",
+                            str(tmp_path / "x.gguf")]):
+        r = CliRunner().invoke(main, [*args, *([] if args[0] == "export" else
+                                                ["-m", str(folder)])])
+        assert r.exit_code == 1 and "is an ONNX export" in r.output, r.output
+        assert "Traceback" not in r.output
+    assert not list(tmp_path.iterdir())
+
+
 def test_broken_export_folders(folder, tmp_path):
     with pytest.raises(CheckpointError, match="unreadable"):
         OnnxCodec(tmp_path)

@@ -45,7 +45,7 @@ def export(model, fmt, out, dtype, max_push_frames):
             raise AudiotokError("--max-push-frames applies to --format onnx")
         from ..export import export_gguf
 
-        path = export_gguf(load(model), out, dtype or "f16")
+        path = export_gguf(load(model, dtype="float32"), out, dtype or "f16")
     except (AudiotokError, OSError) as e:
         fail(one_line(e))
         sys.exit(1)
