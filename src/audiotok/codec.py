@@ -164,8 +164,9 @@ class Codec:
     def _check_codes(self, codes, clamp: bool):
         num_samples = None
         if isinstance(codes, Codes):
-            codes.require_codec(self.name)
-            tokens, lengths, num_samples = codes.tokens, codes.lengths, codes.num_samples
+            codes.require_codec(self.name)  # torch tensors, or numpy arrays (the ONNX runtime's)
+            tokens, lengths = _as_token_tensor(codes.tokens), torch.as_tensor(codes.lengths)
+            num_samples = None if codes.num_samples is None else torch.as_tensor(codes.num_samples)
         else:
             tokens = _as_token_tensor(codes)
             if tokens.ndim == 2:

@@ -5,6 +5,9 @@ Two file formats:
 - `.codes` (anything else): a self-describing numpy .npz archive holding `tokens` [B, K, T]
   (the smallest unsigned dtype that fits), `lengths` [B], `num_samples` [B] (-1 if unknown) and a
   JSON `meta` string (format, codec name and version, sample rate, frame rate, codebook sizes).
+
+Codes hold torch tensors (the torch codecs) or numpy arrays (the ONNX runtime, which runs
+without torch; `load_codes(path, arrays=True)`); this module imports torch only to make tensors.
 """
 
 from __future__ import annotations
@@ -15,12 +18,15 @@ import os
 import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from .errors import CodesError
 from .fileio import atomic_output
+
+if TYPE_CHECKING:
+    import torch
 
 FORMAT = "audiotok-codes"
 FORMAT_VERSION = 1
@@ -31,15 +37,16 @@ class Codes:
     """tokens [B, K, T] int64; lengths [B] valid frames per item (the rest is padding, zeros).
 
     num_samples [B] is the number of audio samples (at the codec's rate) each item was encoded
-    from, so decoding can return exactly that many; None when unknown.
+    from, so decoding can return exactly that many; None when unknown. The arrays are torch
+    tensors, or numpy arrays from the ONNX runtime; every codec decodes either kind.
     """
 
-    tokens: torch.Tensor
-    lengths: torch.Tensor
+    tokens: torch.Tensor | np.ndarray
+    lengths: torch.Tensor | np.ndarray
     codec: str | None = None
     sample_rate: int | None = None
     samples_per_frame: int | None = None
-    num_samples: torch.Tensor | None = None
+    num_samples: torch.Tensor | np.ndarray | None = None
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -81,8 +88,25 @@ class Codes:
         save_codes(self, path)
 
     @staticmethod
-    def load(path: str | os.PathLike) -> Codes:
-        return load_codes(path)
+    def load(path: str | os.PathLike, arrays: bool = False) -> Codes:
+        """Read a file; arrays=True: numpy arrays instead of torch tensors."""
+        return load_codes(path, arrays)
+
+
+def as_numpy(x) -> np.ndarray:
+    """A torch tensor (any device) or array-like as a numpy array."""
+    if type(x).__module__.split(".", 1)[0] == "torch":
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+def _tensors(arrays: bool):
+    """How loaded int64 arrays are returned: as they are, or as torch tensors."""
+    if arrays:
+        return lambda a: a
+    import torch
+
+    return torch.from_numpy
 
 
 def _smallest_uint(max_value: int) -> np.dtype:
@@ -104,7 +128,7 @@ def save_codes(codes: Codes, path: str | os.PathLike) -> None:
         if len(codes) != 1:
             raise CodesError(f"{path}: a .npy codes file holds one item, got a batch of "
                              f"{len(codes)}; save as .codes or save each item")
-        save_npy(path, codes.tokens[0, :, : int(codes.lengths[0])].cpu().numpy())
+        save_npy(path, as_numpy(codes.tokens)[0, :, : int(codes.lengths[0])])
         return
     with atomic_output(path) as tmp, open(tmp, "wb") as f:
         np.savez(f, **_archive(codes, path))
@@ -112,17 +136,17 @@ def save_codes(codes: Codes, path: str | os.PathLike) -> None:
 
 def _archive(codes: Codes, name) -> dict:
     """The arrays of a `.codes` archive."""
-    tokens = codes.tokens.detach().cpu()
-    num_samples = (codes.num_samples if codes.num_samples is not None
-                   else torch.full_like(codes.lengths, -1))
+    tokens, lengths = as_numpy(codes.tokens), as_numpy(codes.lengths)
+    num_samples = (as_numpy(codes.num_samples) if codes.num_samples is not None
+                   else np.full_like(lengths, -1))
     meta = dict(codes.meta, format=FORMAT, format_version=FORMAT_VERSION, codec=codes.codec,
                 sample_rate=codes.sample_rate, samples_per_frame=codes.samples_per_frame,
                 frame_rate=codes.frame_rate)
-    if tokens.numel() and int(tokens.min()) < 0:
+    if tokens.size and int(tokens.min()) < 0:
         raise CodesError(f"{name}: negative tokens cannot be saved")
-    dtype = _smallest_uint(int(tokens.max()) if tokens.numel() else 0)
-    return dict(tokens=tokens.numpy().astype(dtype), lengths=codes.lengths.cpu().numpy(),
-                num_samples=num_samples.cpu().numpy(), meta=np.array(json.dumps(meta)))
+    dtype = _smallest_uint(int(tokens.max()) if tokens.size else 0)
+    return dict(tokens=tokens.astype(dtype), lengths=lengths, num_samples=num_samples,
+                meta=np.array(json.dumps(meta)))
 
 
 def codes_to_bytes(codes: Codes) -> bytes:
@@ -132,65 +156,65 @@ def codes_to_bytes(codes: Codes) -> bytes:
     return buf.getvalue()
 
 
-def load_codes_bytes(data: bytes, name: str = "body") -> Codes:
-    """A `.codes` archive from memory."""
+def load_codes_bytes(data: bytes, name: str = "body", arrays: bool = False) -> Codes:
+    """A `.codes` archive from memory (arrays=True: numpy arrays instead of torch tensors)."""
     try:
         with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+            content = {k: z[k] for k in z.files}
     except (ValueError, OSError, EOFError, zipfile.BadZipFile, AttributeError) as e:
         raise CodesError(f"{name}: cannot read codes (not .npy, .codes or JSON: {e})") from None
-    if not isinstance(arrays, dict):
+    if not isinstance(content, dict):
         raise CodesError(f"{name}: not an audiotok codes archive")
-    return _from_archive(arrays, name)
+    return _from_archive(content, name, _tensors(arrays))
 
 
-def load_codes(path: str | os.PathLike) -> Codes:
-    """Read a `.npy` (fish-speech, [K, T]) or `.codes` file."""
+def load_codes(path: str | os.PathLike, arrays: bool = False) -> Codes:
+    """Read a `.npy` (fish-speech, [K, T]) or `.codes` file (arrays=True: numpy arrays instead
+    of torch tensors)."""
     path = Path(path)
     if not path.is_file():
         raise CodesError(f"{path}: no such codes file")
     try:
         if path.suffix == ".npy":
             arr = np.load(path, allow_pickle=False)
-            return _from_npy(arr, path)
+            return _from_npy(arr, path, _tensors(arrays))
         with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
+            content = {k: z[k] for k in z.files}
     except (ValueError, OSError, EOFError, zipfile.BadZipFile) as e:
         raise CodesError(f"{path}: cannot read codes file ({e})") from None
-    return _from_archive(arrays, path)
+    return _from_archive(content, path, _tensors(arrays))
 
 
-def _from_npy(arr: np.ndarray, path: Path) -> Codes:
+def _from_npy(arr: np.ndarray, path: Path, make) -> Codes:
     if arr.ndim != 2 or arr.dtype.kind not in "iu":
         raise CodesError(f"{path}: expected integer tokens [K, T], got {arr.dtype} array of shape "
                          f"{arr.shape}")
-    tokens = torch.from_numpy(arr.astype(np.int64))[None]
-    return Codes(tokens=tokens, lengths=torch.tensor([arr.shape[1]]))
+    return Codes(tokens=make(arr.astype(np.int64)[None]),
+                 lengths=make(np.array([arr.shape[1]], np.int64)))
 
 
-def _from_archive(arrays: dict, path: Path) -> Codes:
-    missing = {"tokens", "lengths", "meta"} - set(arrays)
+def _from_archive(content: dict, path: Path, make) -> Codes:
+    missing = {"tokens", "lengths", "meta"} - set(content)
     if missing:
         raise CodesError(f"{path}: not an audiotok codes file (missing {sorted(missing)})")
     try:
-        meta = json.loads(str(arrays["meta"]))
+        meta = json.loads(str(content["meta"]))
     except ValueError:
         raise CodesError(f"{path}: unreadable metadata") from None
     if meta.get("format") != FORMAT or meta.get("format_version", 0) > FORMAT_VERSION:
         raise CodesError(f"{path}: unsupported codes format {meta.get('format')!r} version "
                          f"{meta.get('format_version')!r}")
-    tokens, lengths = arrays["tokens"], arrays["lengths"]
+    tokens, lengths = content["tokens"], content["lengths"]
     if tokens.ndim != 3 or tokens.dtype.kind not in "iu":
         raise CodesError(f"{path}: tokens must be integer [B, K, T], got {tokens.dtype} "
                          f"{tokens.shape}")
-    num_samples = arrays.get("num_samples")
+    num_samples = content.get("num_samples")
     ns = None
     if num_samples is not None and (num_samples >= 0).all():
-        ns = torch.from_numpy(num_samples.astype(np.int64))
+        ns = make(num_samples.astype(np.int64))
     known = {"format", "format_version", "codec", "sample_rate", "samples_per_frame", "frame_rate"}
     return Codes(
-        tokens=torch.from_numpy(tokens.astype(np.int64)),
-        lengths=torch.from_numpy(lengths.astype(np.int64)),
+        tokens=make(tokens.astype(np.int64)), lengths=make(lengths.astype(np.int64)),
         codec=meta.get("codec"), sample_rate=meta.get("sample_rate"),
         samples_per_frame=meta.get("samples_per_frame"), num_samples=ns,
         meta={k: v for k, v in meta.items() if k not in known},

@@ -55,6 +55,12 @@ TORCH_FREE = textwrap.dedent("""
             i += n
         pieces.append(enc.flush())
     r["stream_encoded"] = np.concatenate(pieces, -1)[0]
+    from audiotok.codes import load_codes  # codes files, both ways, without torch
+    batch.save(out + ".codes")
+    back = load_codes(out + ".codes", arrays=True)
+    assert isinstance(back.tokens, np.ndarray)
+    assert back.num_samples.tolist() == [30000, 44100, 12345]
+    r["batch_decoded_from_file"] = codec.decode(back)
     assert sys.modules["torch"] is None, "torch was imported"
     np.savez(out, **r)
 """).replace("LENGTHS", repr(LENGTHS))
@@ -133,6 +139,17 @@ def test_torch_free_parity_with_the_reference(torch_free, s2_golden):
     assert torch_free["batch_lengths"].tolist() == s2_golden["batch_code_lens"].tolist()
     np.testing.assert_allclose(torch_free["random_decoded"], s2_golden["random_codes_decoded"],
                                rtol=0, atol=1e-4)
+
+
+def test_codes_files_cross_between_runtimes(torch_free, s2_codec, tmp_path_factory):
+    # the torch-free side saved its batch's Codes (numpy arrays): torch reads and decodes them
+    path = next(tmp_path_factory.getbasetemp().glob("torch_free*/results.npz.codes"))
+    codes = audiotok.Codes.load(path)
+    assert codes.lengths.tolist() == [15, 22, 7] and codes.codec == "s2"
+    assert codes.meta["runtime"] == "onnxruntime"
+    ours = torch_free["batch_decoded_from_file"]
+    np.testing.assert_allclose(ours, s2_codec.decode(codes).numpy(), rtol=0, atol=1e-4)
+    assert ours.shape == (3, 1, 44100) and not ours[2, 0, 12345:].any()
 
 
 def test_torch_free_step_graphs_stream_exactly(torch_free, s2_golden):

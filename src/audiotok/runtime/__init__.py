@@ -1,10 +1,11 @@
 """The ONNX runtime: an export folder (audiotok export --format onnx) run with onnxruntime and
 numpy, without torch. `audiotok.load(folder)` gives an OnnxCodec with the torch codecs' API:
-encode (any audio input, resampled and downmixed), decode (tokens or ArrayCodes), and an exact
-stream_decoder; inputs and errors as there, arrays are numpy.
+encode (any audio input, resampled and downmixed) to Codes holding numpy arrays (they save and
+load as the torch codecs' do: `load_codes(path, arrays=True)`), decode (tokens or Codes of
+either kind), and exact stream_decoder / stream_encoder (S2); inputs and errors as there.
 
     codec = audiotok.load("s2_onnx/")
-    codes = codec.encode("speech.wav")
+    codes = codec.encode("speech.wav")     # Codes: tokens [1, K, T] numpy int64
     audio = codec.decode(codes)            # float32 [B, 1, N]
     with codec.stream_decoder() as dec:
         pcm = dec.push(tokens[:, :, :4])   # [1, 1, 4 * 2048]
@@ -17,32 +18,19 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .._version import __version__
 from ..audio import to_items
 from ..chunking import context_windows
+from ..codes import Codes, as_numpy
 from ..errors import AudioError, AudiotokError, CheckpointError, CodesError
 from ..tokencheck import check_batch, out_of_range, rank_error
 
 MANIFEST = "audiotok_onnx.json"
 _ANNOUNCED: set[str] = set()
-
-
-@dataclass
-class ArrayCodes:
-    """tokens [B, K, T] int64, lengths [B] valid frames, num_samples [B] (samples each item was
-    encoded from, at the codec's rate): audiotok.Codes with numpy arrays."""
-
-    tokens: np.ndarray
-    lengths: np.ndarray
-    codec: str | None = None
-    sample_rate: int | None = None
-    samples_per_frame: int | None = None
-    num_samples: np.ndarray | None = None
-    meta: dict = field(default_factory=dict)
 
 
 class OnnxCodec:
@@ -103,7 +91,7 @@ class OnnxCodec:
                 "folder": str(self.folder)}
 
     # -- encode --------------------------------------------------------------------------------
-    def encode(self, x, sample_rate: int | None = None) -> ArrayCodes:
+    def encode(self, x, sample_rate: int | None = None) -> Codes:
         """Tokens of one item or a batch: the inputs `Codec.encode` takes (paths, bytes, numpy
         arrays, lists of items of any lengths and channel counts), resampled and downmixed."""
         items = to_items(x, sample_rate, self.sample_rate, arrays=True)
@@ -117,11 +105,12 @@ class OnnxCodec:
                 out = self._encode_batch(audio)
             for j, i in enumerate(group):
                 tokens[i, :, : frames[i]] = out[j, :, : frames[i]]
-        return ArrayCodes(tokens, np.asarray(frames, np.int64), self.name, self.sample_rate,
-                          self.samples_per_frame,
-                          np.asarray([it.samples.size for it in items], np.int64),
-                          {"source_sample_rate": [it.source_rate for it in items],
-                           "source_num_samples": [it.source_samples for it in items]})
+        return Codes(tokens, np.asarray(frames, np.int64), self.name, self.sample_rate,
+                     self.samples_per_frame,
+                     np.asarray([it.samples.size for it in items], np.int64),
+                     {"codec_version": __version__, "model": self.title, "runtime": "onnxruntime",
+                      "source_sample_rate": [it.source_rate for it in items],
+                      "source_num_samples": [it.source_samples for it in items]})
 
     def _groups(self, frames: list[int]) -> list[list[int]]:
         """Items run as one batch: all of them for a causal codec (padding never reaches an
@@ -166,8 +155,9 @@ class OnnxCodec:
 
     # -- decode --------------------------------------------------------------------------------
     def decode(self, codes, *, clamp: bool = False) -> np.ndarray:
-        """Audio float32 [B, 1, N] for ArrayCodes or integer tokens [B, K, T] / [K, T]; each item
-        trimmed to its length and zero beyond it, as Codec.decode."""
+        """Audio float32 [B, 1, N] for Codes (numpy or torch arrays) or integer tokens
+        [B, K, T] / [K, T]; each item trimmed to its length and zero beyond it, as
+        Codec.decode."""
         tokens, lengths, num_samples = self.check_codes(codes, clamp)
         spf = self.samples_per_frame
         run = self.sessions["decoder"].run
@@ -191,14 +181,12 @@ class OnnxCodec:
     def check_codes(self, codes, clamp: bool = False):
         """(tokens int64 [B, K, T] in range, lengths [B], num_samples [B] or None)."""
         num_samples = None
-        if isinstance(codes, ArrayCodes) or hasattr(codes, "lengths"):
-            if getattr(codes, "codec", None) not in (None, self.name):
-                raise CodesError(f"codes of the {codes.codec} codec cannot be decoded by the "
-                                 f"{self.name} codec")
-            tokens, lengths = _array(codes.tokens), _array(codes.lengths).astype(np.int64)
-            num_samples = None if codes.num_samples is None else _array(codes.num_samples)
+        if isinstance(codes, Codes):
+            codes.require_codec(self.name)
+            tokens, lengths = as_numpy(codes.tokens), as_numpy(codes.lengths).astype(np.int64)
+            num_samples = None if codes.num_samples is None else as_numpy(codes.num_samples)
         else:
-            tokens = _array(codes)
+            tokens = as_numpy(codes)
             if tokens.ndim == 2:
                 tokens = tokens[None]
             if tokens.ndim != 3:
@@ -237,12 +225,6 @@ class OnnxCodec:
             raise AudiotokError(f"{self.folder} has no {graph} graph: {self.title} does not "
                                 "stream exactly here")
         return self.sessions[graph]
-
-
-def _array(x) -> np.ndarray:
-    if type(x).__module__.split(".", 1)[0] == "torch":
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
 
 
 class _OnnxStream:
@@ -297,7 +279,7 @@ class OnnxStreamDecoder(_OnnxStream):
         """Audio float32 [B, 1, samples_per_frame * t] for tokens [B, K, t]."""
         self._check_open()
         codec = self.codec
-        t = _array(tokens)
+        t = as_numpy(tokens)
         if t.ndim != 3 or t.shape[0] != self.batch_size or t.shape[1] != codec.num_codebooks:
             raise CodesError(f"pushed tokens must be [{self.batch_size}, {codec.num_codebooks}, "
                              f"t], got shape {tuple(t.shape)}")
@@ -327,7 +309,7 @@ class OnnxStreamEncoder(_OnnxStream):
     def push(self, audio) -> np.ndarray:
         """Tokens int64 [B, K, t] (t >= 0) for audio [B, n] at the codec's sample rate."""
         self._check_open()
-        x = _array(audio)
+        x = as_numpy(audio)
         if x.ndim != 2 or x.shape[0] != self.batch_size:
             raise AudioError(f"pushed audio must be [{self.batch_size}, n], got shape "
                              f"{tuple(x.shape)}")
@@ -358,4 +340,4 @@ class OnnxStreamEncoder(_OnnxStream):
 
 _DTYPES = {"float32": np.float32, "int64": np.int64, "float16": np.float16}
 
-__all__ = ["ArrayCodes", "OnnxCodec", "OnnxStreamDecoder", "OnnxStreamEncoder"]
+__all__ = ["OnnxCodec", "OnnxStreamDecoder", "OnnxStreamEncoder"]
