@@ -12,6 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .linear import linear
 from .streaming import StreamingModule, keep_last, ragged_of
 from .tracing import exporting
 
@@ -126,9 +127,9 @@ def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     if exporting() or b * steps > SHORT_CONV_STEPS or x.device.type != "cpu":
         return F.conv1d(x, weight, bias, dilation=dilation)
     taps = torch.stack([x[..., j * dilation : j * dilation + steps] for j in range(k)], 2)
-    taps = taps.permute(1, 2, 0, 3).reshape(cin * k, b * steps)  # (in, tap) x (row, step)
-    y = (weight.reshape(cout, cin * k) @ taps).view(cout, b, steps).transpose(0, 1)
-    return y if bias is None else y + bias[:, None]
+    taps = taps.permute(0, 3, 1, 2).reshape(b * steps, cin * k)  # (row, step) x (in, tap)
+    y = linear(taps, weight.reshape(cout, cin * k), bias)  # see linear.py for the fast forms
+    return y.view(b, steps, cout).transpose(1, 2)
 
 
 _POLYPHASE: dict[int, tuple] = {}  # id(weight) -> (weakref to it, its key, polyphase weight)

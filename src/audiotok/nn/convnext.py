@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from .conv import CausalConv1d
+from .linear import Linear
 
 
 class ConvNeXtBlock(nn.Module):
@@ -16,9 +17,9 @@ class ConvNeXtBlock(nn.Module):
         hidden = int(mlp_ratio * dim)
         self.dwconv = CausalConv1d(dim, dim, kernel_size, groups=dim)
         self.norm = nn.LayerNorm(dim, eps=eps)
-        self.pwconv1 = nn.Linear(dim, hidden)
+        self.pwconv1 = Linear(dim, hidden)
         self.act = nn.GELU()
-        self.pwconv2 = nn.Linear(hidden, dim)
+        self.pwconv2 = Linear(hidden, dim)
         self.gamma = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

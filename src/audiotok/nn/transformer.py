@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .linear import Linear
 from .streaming import StreamingModule, keep_last, ragged_of
 from .tracing import exporting
 
@@ -157,9 +158,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, dim: int, hidden: int):
         super().__init__()
-        self.w1 = nn.Linear(dim, hidden, bias=False)
-        self.w3 = nn.Linear(dim, hidden, bias=False)
-        self.w2 = nn.Linear(hidden, dim, bias=False)
+        self.w1 = Linear(dim, hidden, bias=False)
+        self.w3 = Linear(dim, hidden, bias=False)
+        self.w2 = Linear(hidden, dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
@@ -171,8 +172,8 @@ class Attention(nn.Module):
         self.cfg = cfg
         q_size, kv_size = cfg.n_head * cfg.head_dim, cfg.kv_heads * cfg.head_dim
         self.split = (q_size, kv_size, kv_size)
-        self.wqkv = nn.Linear(cfg.dim, q_size + 2 * kv_size, bias=False)
-        self.wo = nn.Linear(q_size, cfg.dim, bias=False)
+        self.wqkv = Linear(cfg.dim, q_size + 2 * kv_size, bias=False)
+        self.wo = Linear(q_size, cfg.dim, bias=False)
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor,
                 cache: dict | None = None, end: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,0 +1,90 @@
+"""Few-row matrix products on the CPU: the forms `nn/linear.py` chooses between, at the shapes of
+a full-size S2 streaming push (float32).
+
+    python benchmarks/few_rows.py --threads 2
+
+For each weight [out, in] and row count: F.linear(x, W) (x @ W^T), W @ x^T with x row-major
+(so x^T is a column-major operand), W @ X with X = x^T stored row-major, and oneDNN's linear on
+the dense weight; medians over several distinct weights (so no weight stays in cache), in ms
+per product, with the weight read rate (GB/s) and the arithmetic rate (GFLOP/s) of the fastest.
+A plain sum over as many bytes gives the memory read rate to compare with.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from common import parser
+
+# (out, in): transformer qkv / w1 / w3, w2, ConvNeXt pwconv1, pwconv2, the decoder's first conv
+# (1024 -> 1536, kernel 7) and polyphase transposed convs as products over stacked taps
+SHAPES = [(3072, 1024), (1024, 3072), (4096, 1024), (1024, 4096), (1536, 7168), (6144, 3072),
+          (768, 5376)]
+ROWS = [1, 4, 32]
+
+
+def median_ms(fn, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1e3
+
+
+def forms(weights: list[torch.Tensor], x: torch.Tensor) -> dict:
+    xt = x.t().contiguous()
+    out = {
+        "F.linear": lambda: [F.linear(x, w) for w in weights],
+        "W @ x^T (x row-major)": lambda: [w @ x.t() for w in weights],
+        "W @ X (X row-major)": lambda: [w @ xt for w in weights],
+    }
+    if torch.backends.mkldnn.is_available():
+        out["oneDNN linear"] = lambda: [torch.ops.mkldnn._linear_pointwise(x, w, None, "none",
+                                                                           [], "")
+                                        for w in weights]
+    return out
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--weights", type=int, default=4, help="distinct weights per shape")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    reps = max(args.repeats, 9)
+    results = []
+    for out_dim, in_dim in SHAPES:
+        weights = [torch.randn(out_dim, in_dim) for _ in range(args.weights)]
+        mb = out_dim * in_dim * 4 / 1e6
+        for rows in ROWS:
+            x = torch.randn(rows, in_dim)
+            ms = {}
+            for name, fn in forms(weights, x).items():
+                try:
+                    ms[name] = median_ms(fn, reps) / len(weights)
+                except RuntimeError as e:  # oneDNN without support for this CPU
+                    ms[name] = None
+                    print(f"  {name}: {str(e).splitlines()[0][:80]}")
+            best = min((v, k) for k, v in ms.items() if v is not None)
+            row = {"shape": [out_dim, in_dim], "rows": rows, "weight_mb": mb, "ms": ms,
+                   "best": best[1], "gb_s": mb / best[0],
+                   "gflop_s": 2 * out_dim * in_dim * rows / best[0] / 1e6}
+            results.append(row)
+            cells = "  ".join(f"{k} {v:.2f}" for k, v in ms.items() if v is not None)
+            print(f"W [{out_dim}, {in_dim}] ({mb:.1f} MB), {rows:2d} rows: {cells}  -> best "
+                  f"{best[1]}: {row['gb_s']:.1f} GB/s, {row['gflop_s']:.0f} GFLOP/s")
+    flat = torch.randn(SHAPES[0][0] * SHAPES[0][1] * 24)
+    sum_ms, flat_mb = median_ms(lambda: flat.sum(), reps), flat.numel() * 4 / 1e6
+    print(f"plain sum over {flat_mb:.0f} MB: {flat_mb / sum_ms:.1f} GB/s")
+    if args.json:
+        args.json.write_text(json.dumps({"products": results, "sum_gb_s": flat_mb / sum_ms},
+                                        indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The CPU few-row forms of linear and short_conv1d give F.linear's / F.conv1d's results."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from audiotok.nn import linear as L
+from audiotok.nn.conv import short_conv1d
+from audiotok.nn.tracing import graph_export
+
+
+def _close(got, ref):
+    torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 48), (1, 1, 48), (2, 48), (2, 3, 48), (64, 48),
+                                   (65, 48), (0, 48), (3, 0, 48)])
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_equals_f_linear(shape, bias):
+    torch.manual_seed(0)
+    layer, ref = L.Linear(48, 40, bias=bias), torch.nn.Linear(48, 40, bias=bias)
+    ref.load_state_dict(layer.state_dict())  # same parameters, same keys
+    x = torch.randn(*shape)
+    with torch.no_grad():
+        got = layer(x)
+        _close(got, ref(x))
+    assert got.shape == (*shape[:-1], 40) and got.is_contiguous()
+
+
+def test_linear_on_strided_inputs():
+    """A permuted input (ConvNeXt's [B, T, C] view of [B, C, T]) and a sliced one."""
+    w, b = torch.randn(40, 48), torch.randn(40)
+    for x in (torch.randn(1, 48, 4).permute(0, 2, 1), torch.randn(6, 96)[:, ::2],
+              torch.randn(1, 48, 1).permute(0, 2, 1)):
+        _close(L.linear(x, w, b), F.linear(x, w, b))
+
+
+def test_linear_falls_back_exactly_where_it_should():
+    """Other dtypes, many rows, autograd and graph export take F.linear itself: equal bits."""
+    w, x = torch.randn(40, 48), torch.randn(4, 48)
+    bf = L.linear(x.bfloat16(), w.bfloat16())
+    assert torch.equal(bf, F.linear(x.bfloat16(), w.bfloat16()))
+    big = torch.randn(L.FEW_ROWS + 1, 48)
+    assert torch.equal(L.linear(big, w), F.linear(big, w))
+    with graph_export():
+        assert torch.equal(L.linear(x, w), F.linear(x, w))
+    wg = w.clone().requires_grad_()
+    y = L.linear(x, wg)
+    assert torch.equal(y, F.linear(x, wg))
+    y.sum().backward()
+    torch.testing.assert_close(wg.grad, x.sum(0).expand(40, -1))
+
+
+def test_one_row_without_onednn(monkeypatch):
+    """A build whose oneDNN linear raises: the row goes the general way, from then on."""
+    def broken(*args):
+        raise RuntimeError("could not create a primitive descriptor")
+
+    monkeypatch.setitem(L._ONEDNN, "ok", True)
+    monkeypatch.setattr(L, "_onednn_linear", broken)
+    w, b, x = torch.randn(40, 48), torch.randn(40), torch.randn(1, 48)
+    _close(L.linear(x, w, b), F.linear(x, w, b))
+    assert L._ONEDNN["ok"] is False
+    _close(L.linear(x, w, b), F.linear(x, w, b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("batch,length,kernel,dilation", [(1, 1, 1, 1), (1, 7, 7, 1),
+                                                          (3, 10, 3, 2), (2, 40, 7, 3)])
+def test_short_conv1d_equals_conv1d(dtype, batch, length, kernel, dilation):
+    torch.manual_seed(1)
+    x = torch.randn(batch, 16, length + (kernel - 1) * dilation, dtype=dtype)
+    w, b = torch.randn(8, 16, kernel, dtype=dtype), torch.randn(8, dtype=dtype)
+    got = short_conv1d(x, w, b, dilation)
+    ref = F.conv1d(x, w, b, dilation=dilation)
+    assert got.shape == ref.shape
+    tol = 1e-5 if dtype == torch.float32 else 0.1
+    torch.testing.assert_close(got.float(), ref.float(), rtol=tol, atol=tol)
