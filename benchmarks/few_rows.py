@@ -13,12 +13,12 @@ A plain sum over as many bytes gives the memory read rate to compare with.
 from __future__ import annotations
 
 import json
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
-from common import parser
+from common import median_time, parser
+
+from audiotok.nn.linear import _onednn_linear
 
 # (out, in): transformer qkv / w1 / w3, w2, ConvNeXt pwconv1, pwconv2, the decoder's first conv
 # (1024 -> 1536, kernel 7) and polyphase transposed convs as products over stacked taps
@@ -28,13 +28,7 @@ ROWS = [1, 4, 32]
 
 
 def median_ms(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times) * 1e3
+    return median_time(fn, repeats)[0] * 1e3
 
 
 def forms(weights: list[torch.Tensor], x: torch.Tensor) -> dict:
@@ -45,9 +39,7 @@ def forms(weights: list[torch.Tensor], x: torch.Tensor) -> dict:
         "W @ X (X row-major)": lambda: [w @ xt for w in weights],
     }
     if torch.backends.mkldnn.is_available():
-        out["oneDNN linear"] = lambda: [torch.ops.mkldnn._linear_pointwise(x, w, None, "none",
-                                                                           [], "")
-                                        for w in weights]
+        out["oneDNN linear"] = lambda: [_onednn_linear(x, w, None) for w in weights]
     return out
 
 
