@@ -5,7 +5,8 @@ offline decode's cost per frame, on the full-size S2 Pro configuration (random w
 
 For each dtype, in interleaved rounds (so machine noise hits every configuration alike):
 offline decode of --frames frames (ms per frame), and engine steps where N streams each push
-one frame (ms per stream-frame). Prints the medians and their ratios to offline.
+one frame (ms per stream-frame). Prints the medians and their ratios to offline. With
+--breakdown, also where one stream's 1-frame push goes (median ms per stage, forward hooks).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from collections import defaultdict
 
 import torch
 from common import parser
@@ -56,6 +58,31 @@ def engine_ms_per_stream_frame(codec, streams: int, steps: int, warmup: int = 3)
     return statistics.median(times) * 1e3 / streams
 
 
+def push_breakdown(codec, steps: int, warmup: int = 3) -> dict[str, float]:
+    """Median ms per stage of one stream's 1-frame pushes: the post-quantizer transformer, the
+    upsampler, the decoder and its first block, and the whole step."""
+    engine = Engine({"m": codec}, EngineSettings(max_streams=1, max_batch=1), start=False)
+    model = engine.models["m"].runners["decode"].table.model  # the copy the steps run
+    stages = {"transformer": model.quantizer.post_module, "upsample": model.quantizer.upsample,
+              "decoder": model.decoder, "decoder block 1": model.decoder.model[1]}
+    times: dict[str, list[float]] = defaultdict(list)
+    for name, module in stages.items():
+        module.register_forward_pre_hook(lambda m, a: setattr(m, "_t0", time.perf_counter()))
+        module.register_forward_hook(
+            lambda m, a, y, name=name: times[name].append(time.perf_counter() - m._t0))
+    stream = engine.open_decode_stream("m")
+    tokens = tokens_for(codec, warmup + steps, 1)
+    for f in range(warmup + steps):
+        stream.push(tokens[:, f: f + 1])
+        t = time.perf_counter()
+        engine.step()
+        times["step"].append(time.perf_counter() - t)
+        stream.read()
+    stream.abort()
+    engine.close()
+    return {k: statistics.median(v[warmup:]) * 1e3 for k, v in times.items()}
+
+
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--dtypes", default="float32,bfloat16")
@@ -63,6 +90,7 @@ def main() -> None:
     p.add_argument("--frames", type=int, default=64, help="offline decode length")
     p.add_argument("--steps", type=int, default=8, help="timed engine steps per round")
     p.add_argument("--model", help="S2 checkpoint (default: random full-size weights)")
+    p.add_argument("--breakdown", action="store_true", help="time the stages of a push")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     if args.model is None:
@@ -87,6 +115,11 @@ def main() -> None:
             m = med[f"engine_{n}"]
             print(f"  {n:3d} streams x 1-frame pushes: {m:.1f} ms per stream-frame "
                   f"({m / med['offline']:.2f}x offline)")
+        if args.breakdown:
+            parts = push_breakdown(codec, args.steps * args.repeats)
+            results[dtype]["push_breakdown_ms"] = parts
+            print("  one stream's 1-frame push, ms: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in parts.items()))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 

@@ -199,6 +199,56 @@ def test_a_failing_step_fails_only_its_stream(s2_codec, monkeypatch):
     assert engine.stats.errors["EngineError"] == 1
 
 
+def test_a_step_failing_inside_the_model_leaves_every_state_as_it_was(s2_codec, monkeypatch):
+    """The model fails after every streaming module has run (a run of slots is passed to the
+    model as views of the table's rows): the rows are as before the step, so the streams,
+    retried one at a time, stay exact; so does a batch of slots that are not consecutive."""
+    engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=4), start=False)
+    streams = [engine.open_decode_stream("s2") for _ in range(4)]
+    streams[1].abort()  # slots 0, 2, 3 remain: not a run
+    engine.step()
+    tokens = [random_tokens(s2_codec, 6, seed) for seed in range(4)]
+    tanh, failures = torch.nn.Tanh.forward, []
+
+    def fails_in_batches(self, x):  # the decoder's last module
+        if x.shape[0] > 1 and len(failures) < 2:
+            failures.append(x.shape[0])
+            raise RuntimeError("simulated device error")
+        return tanh(self, x)
+
+    for i in (0, 2, 3):
+        streams[i].push(tokens[i][:, :2])
+    engine.step()  # slots 0, 2, 3 hold two frames each
+    monkeypatch.setattr(torch.nn.Tanh, "forward", fails_in_batches)
+    for i in (0, 2, 3):
+        streams[i].push(tokens[i][:, 2:])
+        streams[i].finish()
+    while engine.step():
+        pass
+    assert failures == [3]
+    for i in (0, 2, 3):
+        want = s2_codec.decode(tokens[i])[0, 0].numpy()
+        assert np.abs(np.concatenate(list(streams[i])) - want).max() <= TOL
+    assert engine.stats.errors.get("EngineError", 0) == 0
+
+    # a run of slots: 0 and 1
+    a, b = engine.open_decode_stream("s2"), engine.open_decode_stream("s2")
+    assert [a.slot, b.slot] == [0, 1]
+    failures.clear()
+    for s, t in ((a, tokens[0]), (b, tokens[1])):
+        s.push(t[:, :3])
+    engine.step()
+    for s, t in ((a, tokens[0]), (b, tokens[1])):
+        s.push(t[:, 3:])
+        s.finish()
+    while engine.step():
+        pass
+    assert failures == [2, 2]
+    for s, t in ((a, tokens[0]), (b, tokens[1])):
+        want = s2_codec.decode(t)[0, 0].numpy()
+        assert np.abs(np.concatenate(list(s)) - want).max() <= TOL
+
+
 def test_admission_limits(s2_codec):
     engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=2, max_backlog_seconds=1.0,
                                                      max_queued_requests=2), start=False)

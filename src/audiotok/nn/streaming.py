@@ -60,10 +60,13 @@ def ragged_of(state: dict) -> Ragged | None:
 def keep_last(x: torch.Tensor, size: int, end: torch.Tensor | None, dim: int = -1
               ) -> torch.Tensor:
     """The `size` steps of x along `dim` that end at `end` (per row, [B]), or at x's end when
-    `end` is None; a new tensor."""
+    `end` is None. A view of x when that keeps at most twice what is needed alive (a KV cache
+    keeps all but the newest step of its concatenation: a copy would cost as much again), else
+    a new tensor. State is never written in place, so a view is safe."""
     length = x.shape[dim]
     if end is None:
-        return x.narrow(dim, length - size, size).clone()
+        last = x.narrow(dim, length - size, size)
+        return last if length <= 2 * size else last.clone()
     dim = dim % x.ndim
     index = end[:, None] - size + torch.arange(size, device=x.device)  # [B, size]
     shape = [x.shape[0]] + [1] * (x.ndim - 1)

@@ -3,7 +3,9 @@ streams runs as one batch.
 
 A step gathers the rows of the streams it runs into the modules' `stream` dicts (with a Ragged
 telling each module how many frames of each row are real), runs the model once, and scatters
-the new rows back. A released slot is zeroed, which is the state of a new stream.
+the new rows back. Modules replace their state tensors and never write into them, so a run of
+consecutive slots is passed as views of the rows (no gather copy), and a step that fails leaves
+the rows as they were. A released slot is zeroed, which is the state of a new stream.
 """
 
 from __future__ import annotations
@@ -64,21 +66,32 @@ class SlotTable:
         self.free.append(slot)
         self.free.sort(reverse=True)
 
+    def _rows_of(self, slots: list[int]) -> tuple[Callable, Callable]:
+        """take(rows) -> the rows of `slots`; put(rows, new) writes new rows back. A run of
+        consecutive slots is taken as a view (no gather copy)."""
+        first, n = slots[0], len(slots)
+        if slots == list(range(first, first + n)):
+            return (lambda t: t.narrow(0, first, n),
+                    lambda old, new: old.narrow(0, first, n).copy_(new))
+        index = torch.tensor(slots, device=self.device)
+        return (lambda t: t.index_select(0, index),
+                lambda old, new: old.index_copy_(0, index, new.to(old.dtype)))
+
     @contextlib.contextmanager
     def step(self, slots: list[int], frames: list[int], total: int) -> Iterator[nn.Module]:
         """Run the model (yielded) on the rows of `slots`, row i holding frames[i] real frames of
         `total`; the new rows are kept only when the block ends without an error."""
-        index = torch.tensor(slots, device=self.device)
+        take, put = self._rows_of(slots)
         ragged = None
         if any(n != total for n in frames):
             ragged = Ragged(torch.tensor(frames, device=self.device), total)
         for m, rows in zip(self.modules, self.rows, strict=True):
-            m.stream = {**_map(rows, lambda t: t.index_select(0, index)), "ragged": ragged}
+            m.stream = {**_map(rows, take), "ragged": ragged}
         try:
             yield self.model
             for m, rows in zip(self.modules, self.rows, strict=True):
                 for old, new in _pairs(rows, m.stream):
-                    old.index_copy_(0, index, new.to(old.dtype))
+                    put(old, new)
         finally:
             for m in self.modules:
                 m.stream = None
