@@ -19,7 +19,7 @@ from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
 from .nn.cuda_graphs import GraphCache
 from .nn.precision import set_precision
-from .tokencheck import check_batch, out_of_range, rank_error
+from .tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 
 _ANNOUNCED: set[str] = set()
 
@@ -179,13 +179,10 @@ class Codec:
         tokens = tokens.long().clone()
         valid = torch.arange(t)[None, :] < lengths.cpu()[:, None]  # [B, T]
         tokens.masked_fill_(~valid[:, None, :].to(tokens.device), 0)
-        high = torch.tensor(self.codebook_sizes, device=tokens.device)[None, :, None] - 1
-        bad = (tokens < 0) | (tokens > high)
-        if bad.any():
-            if not clamp:
-                i, cb, f = (int(v) for v in bad.nonzero()[0])
-                raise out_of_range(int(tokens[i, cb, f]), i, cb, f, self.codebook_sizes[cb])
-            tokens = torch.minimum(tokens.clamp(min=0), high)
+        host = tokens.cpu().numpy()
+        checked = within_codebooks(host, self.codebook_sizes, clamp, BATCH_PLACE, CLAMP_HINT)
+        if checked is not host:
+            tokens = torch.from_numpy(checked).to(tokens.device)
         return tokens, lengths.cpu().long(), None if num_samples is None else num_samples.cpu()
 
     # -- streaming ---------------------------------------------------------------------------

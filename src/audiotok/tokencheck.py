@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+import numpy as np
+
 from .errors import CodesError
+
+BATCH_PLACE = "item {0}, codebook {1}, frame {2}"  # a token's place in a [B, K, T] batch
+CLAMP_HINT = "pass clamp=True to clamp"
 
 
 def rank_error(shape: tuple) -> CodesError:
@@ -19,6 +26,17 @@ def check_batch(shape: tuple, lengths: list[int], codec: str, num_codebooks: int
         raise CodesError(f"no frames to decode (shape {tuple(shape)}, lengths {list(lengths)})")
 
 
-def out_of_range(value: int, item: int, codebook: int, frame: int, size: int) -> CodesError:
-    return CodesError(f"token {value} at item {item}, codebook {codebook}, frame {frame} is "
-                      f"outside 0..{size - 1} (pass clamp=True to clamp)")
+def within_codebooks(tokens: np.ndarray, sizes: Sequence[int], clamp: bool, where: str,
+                     hint: str) -> np.ndarray:
+    """tokens [..., K, T] (integers) with every token in 0..size - 1 of its codebook: as given,
+    clamped into range when `clamp`, else a CodesError naming the first token out of range,
+    where it is (`where` formats its index: "codebook {0}, frame {1}"), the range and `hint`."""
+    high = np.asarray(sizes, dtype=np.int64)[:, None] - 1
+    bad = (tokens < 0) | (tokens > high)
+    if not bad.any():
+        return tokens
+    if clamp:
+        return np.minimum(np.maximum(tokens, 0), high)
+    index = tuple(int(v) for v in np.argwhere(bad)[0])
+    raise CodesError(f"token {int(tokens[index])} at {where.format(*index)} is outside "
+                     f"0..{sizes[index[-2]] - 1} ({hint})")

@@ -27,7 +27,7 @@ from ..audio import to_items
 from ..chunking import context_windows
 from ..codes import Codes, as_numpy
 from ..errors import AudioError, AudiotokError, CheckpointError, CodesError
-from ..tokencheck import check_batch, out_of_range, rank_error
+from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 
 MANIFEST = "audiotok_onnx.json"
 _ANNOUNCED: set[str] = set()
@@ -198,13 +198,7 @@ class OnnxCodec:
         t = tokens.shape[-1]
         tokens = tokens.astype(np.int64)
         tokens = np.where(np.arange(t)[None, None, :] < lengths[:, None, None], tokens, 0)
-        high = np.asarray(self.codebook_sizes)[None, :, None] - 1
-        bad = (tokens < 0) | (tokens > high)
-        if bad.any():
-            if not clamp:
-                i, cb, f = (int(v) for v in np.argwhere(bad)[0])
-                raise out_of_range(int(tokens[i, cb, f]), i, cb, f, self.codebook_sizes[cb])
-            tokens = np.minimum(np.maximum(tokens, 0), high)
+        tokens = within_codebooks(tokens, self.codebook_sizes, clamp, BATCH_PLACE, CLAMP_HINT)
         return tokens, lengths, num_samples
 
     # -- streaming -----------------------------------------------------------------------------

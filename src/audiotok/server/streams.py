@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ..errors import AudioError, AudiotokError, CodesError
+from ..tokencheck import within_codebooks
 
 
 class EngineError(AudiotokError):
@@ -228,17 +229,10 @@ def check_token_chunk(tokens, codec, clamp: bool) -> torch.Tensor:
                          f"{tuple(t.shape)}")
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         raise CodesError(f"tokens must be integers, got dtype {t.dtype}")
-    t = t.detach().to("cpu", torch.long)
-    high = torch.tensor(codec.codebook_sizes)[:, None] - 1
-    bad = (t < 0) | (t > high)
-    if bad.any():
-        if not clamp:
-            cb, f = (int(v) for v in bad.nonzero()[0])
-            raise CodesError(f"token {int(t[cb, f])} at codebook {cb}, frame {f} of this push "
-                             f"is outside 0..{codec.codebook_sizes[cb] - 1} (open the stream "
-                             "with clamp=True to clamp)")
-        t = torch.minimum(t.clamp(min=0), high)
-    return t.clone()
+    t = t.detach().to("cpu", torch.long).numpy()
+    t = within_codebooks(t, codec.codebook_sizes, clamp, "codebook {0}, frame {1} of this push",
+                         "open the stream with clamp=True to clamp")
+    return torch.from_numpy(t.copy())
 
 
 def check_audio_chunk(audio) -> np.ndarray:
