@@ -5,8 +5,10 @@ a full-size S2 streaming push (float32).
 
 For each weight [out, in] and row count: F.linear(x, W) (x @ W^T), W @ x^T with x row-major
 (so x^T is a column-major operand), W @ X with X = x^T stored row-major, and oneDNN's linear on
-the dense weight; medians over several distinct weights (so no weight stays in cache), in ms
-per product, with the weight read rate (GB/s) and the arithmetic rate (GFLOP/s) of the fastest.
+the dense weight (with --prepacked, also MKL's packed GEMM and oneDNN's linear on copies
+packed for the row count); medians over several distinct weights (so no weight stays in
+cache), in ms per product, with the weight read rate (GB/s) and the arithmetic rate (GFLOP/s)
+of the fastest.
 A plain sum over as many bytes gives the memory read rate to compare with.
 """
 
@@ -43,9 +45,29 @@ def forms(weights: list[torch.Tensor], x: torch.Tensor) -> dict:
     return out
 
 
+def prepacked_forms(weights: list[torch.Tensor], x: torch.Tensor) -> dict:
+    """Products on a copy of each weight packed for this row count (packing not timed): MKL's
+    packed GEMM and oneDNN's linear on its blocked layout. Tried for nn/linear.py, not used."""
+    rows, out = x.shape[0], {}
+    try:
+        mkl = [torch.ops.mkl._mkl_reorder_linear_weight(w, rows) for w in weights]
+        out["MKL packed"] = lambda: [torch.ops.mkl._mkl_linear(x, p, w, None, rows)
+                                     for p, w in zip(mkl, weights, strict=True)]
+    except (RuntimeError, AttributeError) as e:
+        print(f"  MKL packed: {str(e).splitlines()[0][:80]}")
+    try:
+        dnn = [torch.ops.mkldnn._reorder_linear_weight(w, rows) for w in weights]
+        out["oneDNN prepacked"] = lambda: [_onednn_linear(x, p, None) for p in dnn]
+    except (RuntimeError, AttributeError) as e:
+        print(f"  oneDNN prepacked: {str(e).splitlines()[0][:80]}")
+    return out
+
+
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--weights", type=int, default=4, help="distinct weights per shape")
+    p.add_argument("--prepacked", action="store_true",
+                   help="also time the products on prepacked weights (MKL, oneDNN)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     reps = max(args.repeats, 9)
@@ -56,7 +78,10 @@ def main() -> None:
         for rows in ROWS:
             x = torch.randn(rows, in_dim)
             ms = {}
-            for name, fn in forms(weights, x).items():
+            tried = forms(weights, x)
+            if args.prepacked:
+                tried.update(prepacked_forms(weights, x))
+            for name, fn in tried.items():
                 try:
                     ms[name] = median_ms(fn, reps) / len(weights)
                 except RuntimeError as e:  # oneDNN without support for this CPU
