@@ -221,15 +221,15 @@ class Codec:
             tmp.write_text(json.dumps(config, indent=1) + "\n")
 
 
-def _as_token_tensor(x) -> torch.Tensor:
+def _as_token_tensor(x, expected: str = "an integer array or Codes") -> torch.Tensor:
+    """x (a tensor, or anything numpy reads as an array) as an integer tensor."""
     if isinstance(x, torch.Tensor):
         t = x
     else:
         try:
             t = torch.from_numpy(np.asarray(x))
         except (TypeError, ValueError):
-            raise CodesError(f"tokens must be an integer array or Codes, got "
-                             f"{type(x).__name__}") from None
+            raise CodesError(f"tokens must be {expected}, got {type(x).__name__}") from None
     if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
         raise CodesError(f"tokens must be integers, got dtype {t.dtype}")
     return t

@@ -24,6 +24,7 @@ from collections import deque
 import numpy as np
 import torch
 
+from ..codec import _as_token_tensor
 from ..errors import AudioError, AudiotokError, CodesError
 from ..tokencheck import within_codebooks
 
@@ -214,21 +215,13 @@ class Stream:
 
 def check_token_chunk(tokens, codec, clamp: bool) -> torch.Tensor:
     """Tokens [K, t] (or [1, K, t]) as int64, in range (or clamped); t may be 0."""
-    t = tokens if isinstance(tokens, torch.Tensor) else None
-    if t is None:
-        try:
-            t = torch.from_numpy(np.asarray(tokens))
-        except (TypeError, ValueError):
-            raise CodesError(f"tokens must be an integer array, got "
-                             f"{type(tokens).__name__}") from None
+    t = _as_token_tensor(tokens, "an integer array")
     if t.ndim == 3 and t.shape[0] == 1:
         t = t[0]
     k = codec.num_codebooks
     if t.ndim != 2 or t.shape[0] != k:
         raise CodesError(f"pushed tokens must be [{k}, t] (codebooks x frames), got shape "
                          f"{tuple(t.shape)}")
-    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
-        raise CodesError(f"tokens must be integers, got dtype {t.dtype}")
     t = t.detach().to("cpu", torch.long).numpy()
     t = within_codebooks(t, codec.codebook_sizes, clamp, "codebook {0}, frame {1} of this push",
                          "open the stream with clamp=True to clamp")
