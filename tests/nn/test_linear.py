@@ -64,15 +64,41 @@ def test_one_row_without_onednn(monkeypatch):
     _close(L.linear(x, w, b), F.linear(x, w, b))
 
 
+# output rows (batch x steps): 1 (oneDNN), 2..16 (W @ taps^T), 17..256 in float32 (W @ taps,
+# one row of the batch as a view, several as a copy), beyond (conv1d)
+SHORT_CONVS = [(1, 1, 1, 1), (1, 7, 7, 1), (1, 16, 3, 1), (3, 10, 3, 2), (2, 40, 7, 3),
+               (1, 32, 7, 9), (4, 32, 1, 1), (1, 256, 2, 1), (2, 150, 3, 1)]
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("batch,length,kernel,dilation", [(1, 1, 1, 1), (1, 7, 7, 1),
-                                                          (3, 10, 3, 2), (2, 40, 7, 3)])
-def test_short_conv1d_equals_conv1d(dtype, batch, length, kernel, dilation):
+@pytest.mark.parametrize("batch,length,kernel,dilation", SHORT_CONVS)
+@pytest.mark.parametrize("bias", [True, False])
+def test_short_conv1d_equals_conv1d(dtype, batch, length, kernel, dilation, bias):
     torch.manual_seed(1)
     x = torch.randn(batch, 16, length + (kernel - 1) * dilation, dtype=dtype)
-    w, b = torch.randn(8, 16, kernel, dtype=dtype), torch.randn(8, dtype=dtype)
+    w = torch.randn(8, 16, kernel, dtype=dtype)
+    b = torch.randn(8, dtype=dtype) if bias else None
     got = short_conv1d(x, w, b, dilation)
     ref = F.conv1d(x, w, b, dilation=dilation)
     assert got.shape == ref.shape
     tol = 1e-5 if dtype == torch.float32 else 0.1
     torch.testing.assert_close(got.float(), ref.float(), rtol=tol, atol=tol)
+
+
+def test_short_conv1d_runs_up_to_256_float32_rows_as_one_product(monkeypatch):
+    """17..256 output rows in float32 never reach conv1d (nor linear); 257 do."""
+    from audiotok.nn import conv
+
+    def refused(*args, **kw):
+        raise AssertionError("conv1d called")
+
+    torch.manual_seed(2)
+    w, b = torch.randn(8, 16, 3), torch.randn(8)
+    cases = [torch.randn(batch, 16, steps + 2) for batch, steps in [(1, 17), (4, 64), (1, 256)]]
+    refs = [F.conv1d(x, w, b) for x in cases]
+    monkeypatch.setattr(conv.F, "conv1d", refused)
+    monkeypatch.setattr(conv, "linear", refused)
+    for x, ref in zip(cases, refs, strict=True):
+        torch.testing.assert_close(short_conv1d(x, w, b), ref, rtol=1e-5, atol=1e-5)
+    with pytest.raises(AssertionError, match="conv1d called"):
+        short_conv1d(torch.randn(1, 16, 259), w, b)

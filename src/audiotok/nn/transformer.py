@@ -171,7 +171,7 @@ class Attention(nn.Module):
         super().__init__()
         self.cfg = cfg
         q_size, kv_size = cfg.n_head * cfg.head_dim, cfg.kv_heads * cfg.head_dim
-        self.split = (q_size, kv_size, kv_size)
+        self.split = (q_size + kv_size, kv_size)  # queries and keys (rotated), values
         self.wqkv = Linear(cfg.dim, q_size + 2 * kv_size, bias=False)
         self.wo = Linear(q_size, cfg.dim, bias=False)
 
@@ -181,9 +181,10 @@ class Attention(nn.Module):
         `pos`, replaced by those before each row's `end` frames), or None offline."""
         cfg = self.cfg
         b, t, _ = x.shape
-        q, k, v = self.wqkv(x).split(self.split, dim=-1)
-        q = apply_rope(q.view(b, t, cfg.n_head, cfg.head_dim), rope).transpose(1, 2)
-        k = apply_rope(k.view(b, t, cfg.kv_heads, cfg.head_dim), rope).transpose(1, 2)
+        qk, v = self.wqkv(x).split(self.split, dim=-1)
+        # queries and keys are rotated alike: one call over their heads side by side
+        qk = apply_rope(qk.view(b, t, cfg.n_head + cfg.kv_heads, cfg.head_dim), rope)
+        q, k = qk.transpose(1, 2).split((cfg.n_head, cfg.kv_heads), dim=1)
         v = v.view(b, t, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
         k_pos = pos
         if cache is not None:
