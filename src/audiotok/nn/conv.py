@@ -117,7 +117,7 @@ SHORT_CONV_STEPS = 64  # batch x output steps up to which short_conv1d uses one 
 # float32: from this many output rows on (and up to WIDE_CONV_STEPS) the product runs as
 # W @ taps with the taps stored row-major, [in * tap, rows] (for one row of the batch, a view of
 # the stacked taps, and the result is already [out, steps]): at the push shapes with 17-256 rows
-# it takes 0.64-1.02x the time of the better of conv1d and the few-row form, and 0.35-1.02x
+# it takes 0.71-1.02x the time of the better of conv1d and the few-row form, and 0.33-1.02x
 # that of conv1d (`benchmarks/short_convs.py`). Below 17 rows W @ taps^T reads the weight
 # faster (1.8-1.9x at 4 rows); beyond 256, conv1d's kernels win on kernel-7 convolutions.
 TAPS_ROWS = 17
