@@ -9,10 +9,10 @@ stacked row by row (W @ taps^T); the product over the taps stored row-major, [in
 (W @ taps, a view of the stacked taps for one stream); and short_conv1d itself. Medians of
 interleaved calls in ms, with the ratio of W @ taps to the better of the other two.
 
-With --engine, also whole engine steps (1 and 4 streams of 1-frame pushes) and offline decode
-(--frames frames) of the full-size S2 Pro configuration (random weights) with the W @ taps form
-on (now) and off (conv1d beyond 64 rows, as before), alternating in one process, so that machine
-noise hits both alike: medians in ms per stream-frame and per frame.
+With --engine, also whole engine steps (--engine-streams streams of 1-frame pushes) and
+offline decode (--frames frames) of the full-size S2 Pro configuration (random weights) with
+the W @ taps form on (now) and off (conv1d beyond 64 rows, as before), alternating in one
+process, so that machine noise hits both alike: medians in ms per stream-frame and per frame.
 """
 
 from __future__ import annotations
@@ -80,7 +80,8 @@ def interleaved_ms(fns: dict, rounds: int) -> dict[str, float]:
     return {n: statistics.median(v) * 1e3 for n, v in times.items()}
 
 
-def engine_steps(model: str, steps: int, frames: int) -> dict[str, dict[str, float]]:
+def engine_steps(model: str, streams: list[int], steps: int, frames: int
+                 ) -> dict[str, dict[str, float]]:
     from serve_engine import tokens_for
 
     import audiotok
@@ -91,17 +92,17 @@ def engine_steps(model: str, steps: int, frames: int) -> dict[str, dict[str, flo
              "on (now)": (conv.TAPS_ROWS, conv.WIDE_CONV_STEPS)}
     engines = {}
     for form in forms:
-        for n in (1, 4):
+        for n in streams:
             engine = Engine({"m": codec}, EngineSettings(max_streams=n, max_batch=n), start=False)
             engines[form, n] = (engine, [engine.open_decode_stream("m") for _ in range(n)])
     warmup = 3
-    tokens = [tokens_for(codec, warmup + steps, i + 1) for i in range(4)]
+    tokens = [tokens_for(codec, warmup + steps, i + 1) for i in range(max(streams))]
     whole = tokens_for(codec, frames, 0)[None]
     times: dict = defaultdict(list)
     for f in range(warmup + steps):
         for form in (list(forms) if f % 2 else list(forms)[::-1]):
             conv.TAPS_ROWS, conv.WIDE_CONV_STEPS = forms[form]
-            for n in (1, 4):
+            for n in streams:
                 engine, opened = engines[form, n]
                 for stream, tok in zip(opened, tokens, strict=False):
                     stream.push(tok[:, f : f + 1])
@@ -127,6 +128,7 @@ def main() -> None:
     p.add_argument("--batches", default="1,4", help="streams per step")
     p.add_argument("--engine", action="store_true",
                    help="also whole engine steps and offline decode, W @ taps on and off")
+    p.add_argument("--engine-streams", default="1,4", help="streams per step (--engine)")
     p.add_argument("--steps", type=int, default=40, help="engine steps per form (--engine)")
     p.add_argument("--frames", type=int, default=64, help="offline decode length (--engine)")
     p.add_argument("--model", help="S2 checkpoint for --engine (default: random full-size)")
@@ -159,7 +161,8 @@ def main() -> None:
             from compare import weights
 
             args.model = str(weights("s2", args.workdir))
-        engine = engine_steps(args.model, args.steps, args.frames)
+        streams = [int(n) for n in args.engine_streams.split(",")]
+        engine = engine_steps(args.model, streams, args.steps, args.frames)
         for form, ms in engine.items():
             off = ms["offline"]
             print(f"W @ taps {form}: offline decode {off:.1f} ms/frame, " + ", ".join(
