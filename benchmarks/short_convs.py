@@ -28,7 +28,6 @@ from common import parser
 
 from audiotok.nn import conv
 from audiotok.nn.conv import short_conv1d
-from audiotok.nn.linear import linear
 
 # (name, in, out, kernel, dilation, output steps of one stream's 1-frame push)
 SHAPES = [
@@ -44,27 +43,26 @@ SHAPES = [
 ]
 
 
-def stacked(x: torch.Tensor, k: int, d: int, steps: int) -> torch.Tensor:
-    return torch.stack([x[..., j * d : j * d + steps] for j in range(k)], 2)  # [b, in, k, steps]
+UNBOUNDED = 10**9
+# short_conv1d's row thresholds (TAPS_ROWS, WIDE_CONV_STEPS) that force one form: taps as the
+# product's rows (linear's few-row forms) or as its columns, at every row count
+FEW_ROW_FORM = (UNBOUNDED, UNBOUNDED)
+ROW_MAJOR_FORM = (1, UNBOUNDED)
+BEFORE = (UNBOUNDED, conv.SHORT_CONV_STEPS)  # few-row form up to 64 rows, conv1d beyond
+NOW = (conv.TAPS_ROWS, conv.WIDE_CONV_STEPS)
 
 
-def few_row_form(x: torch.Tensor, w: torch.Tensor, d: int) -> torch.Tensor:
-    b, cin, _ = x.shape
-    cout, _, k = w.shape
-    steps = x.shape[-1] - (k - 1) * d
-    taps = stacked(x, k, d, steps).permute(0, 3, 1, 2).reshape(b * steps, cin * k)
-    return linear(taps, w.reshape(cout, cin * k)).view(b, steps, cout).transpose(1, 2)
+def set_form(thresholds: tuple[int, int]) -> None:
+    conv.TAPS_ROWS, conv.WIDE_CONV_STEPS = thresholds
 
 
-def row_major_form(x: torch.Tensor, w: torch.Tensor, d: int) -> torch.Tensor:
-    b, cin, _ = x.shape
-    cout, _, k = w.shape
-    steps = x.shape[-1] - (k - 1) * d
-    taps = stacked(x, k, d, steps)
-    if b == 1:
-        return (w.reshape(cout, cin * k) @ taps.view(cin * k, steps))[None]
-    y = w.reshape(cout, cin * k) @ taps.permute(1, 2, 0, 3).reshape(cin * k, b * steps)
-    return y.view(cout, b, steps).transpose(0, 1)
+def in_form(thresholds: tuple[int, int], x: torch.Tensor, w: torch.Tensor, d: int
+            ) -> torch.Tensor:
+    set_form(thresholds)
+    try:
+        return short_conv1d(x, w, None, d)
+    finally:
+        set_form(NOW)
 
 
 def interleaved_ms(fns: dict, rounds: int) -> dict[str, float]:
@@ -88,8 +86,7 @@ def engine_steps(model: str, streams: list[int], steps: int, frames: int
     from audiotok.server import Engine, EngineSettings
 
     codec = audiotok.load(model)
-    forms = {"off (before)": (10**9, conv.SHORT_CONV_STEPS),
-             "on (now)": (conv.TAPS_ROWS, conv.WIDE_CONV_STEPS)}
+    forms = {"off (before)": BEFORE, "on (now)": NOW}
     engines = {}
     for form in forms:
         for n in streams:
@@ -101,7 +98,7 @@ def engine_steps(model: str, streams: list[int], steps: int, frames: int
     times: dict = defaultdict(list)
     for f in range(warmup + steps):
         for form in (list(forms) if f % 2 else list(forms)[::-1]):
-            conv.TAPS_ROWS, conv.WIDE_CONV_STEPS = forms[form]
+            set_form(forms[form])
             for n in streams:
                 engine, opened = engines[form, n]
                 for stream, tok in zip(opened, tokens, strict=False):
@@ -116,7 +113,11 @@ def engine_steps(model: str, streams: list[int], steps: int, frames: int
                 t = time.perf_counter()
                 codec.decode(whole)
                 times[form, "offline"].append((time.perf_counter() - t) * 1e3 / frames)
-    conv.TAPS_ROWS, conv.WIDE_CONV_STEPS = forms["on (now)"]
+    set_form(NOW)
+    for engine, opened in engines.values():
+        for stream in opened:
+            stream.abort()
+        engine.close()
     out: dict = defaultdict(dict)
     for (form, what), v in times.items():
         out[form][what] = statistics.median(v)
@@ -143,8 +144,8 @@ def main() -> None:
                 x = torch.randn(batch, cin, steps + (k - 1) * d)
                 ref = F.conv1d(x, w, dilation=d)
                 fns = {"conv1d": lambda x=x, w=w, d=d: F.conv1d(x, w, dilation=d),
-                       "W @ taps^T": lambda x=x, w=w, d=d: few_row_form(x, w, d),
-                       "W @ taps": lambda x=x, w=w, d=d: row_major_form(x, w, d),
+                       "W @ taps^T": lambda x=x, w=w, d=d: in_form(FEW_ROW_FORM, x, w, d),
+                       "W @ taps": lambda x=x, w=w, d=d: in_form(ROW_MAJOR_FORM, x, w, d),
                        "short_conv1d": lambda x=x, w=w, d=d: short_conv1d(x, w, None, d)}
                 for fn in fns.values():
                     torch.testing.assert_close(fn(), ref, rtol=1e-3, atol=1e-3)

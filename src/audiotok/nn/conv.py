@@ -113,7 +113,8 @@ class CausalConvTranspose1d(StreamingModule):
         return y if self.conv.bias is None else y + self.conv.bias[:, None]
 
 
-SHORT_CONV_STEPS = 64  # batch x output steps up to which short_conv1d uses one matrix product
+# batch x output steps up to which short_conv1d uses one matrix product (float32: WIDE_CONV_STEPS)
+SHORT_CONV_STEPS = 64
 # float32: from this many output rows on (and up to WIDE_CONV_STEPS) the product runs as
 # W @ taps with the taps stored row-major, [in * tap, rows] (for one row of the batch, a view of
 # the stacked taps, and the result is already [out, steps]): at the push shapes with 17-256 rows
@@ -128,14 +129,15 @@ def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
                  dilation: int = 1) -> torch.Tensor:
     """conv1d without padding. On few output steps (a streaming push at the low rates) it runs
     as one matrix product over the stacked taps: there conv1d takes 3-4x longer (slow kernels
-    for short inputs), while the product only streams the weight once."""
+    for short inputs), while the product only streams the weight once. Up to 16 rows the taps
+    are the product's rows (linear's few-row forms), from 17 rows in float32 its columns."""
     b, cin, length = x.shape
     cout, _, k = weight.shape
     steps = length - (k - 1) * dilation
     rows = b * steps
     f32 = x.dtype == torch.float32 and weight.dtype == torch.float32
-    if exporting() or x.device.type != "cpu" or rows > (WIDE_CONV_STEPS if f32
-                                                          else SHORT_CONV_STEPS):
+    limit = WIDE_CONV_STEPS if f32 else SHORT_CONV_STEPS
+    if exporting() or x.device.type != "cpu" or rows > limit:
         return F.conv1d(x, weight, bias, dilation=dilation)
     taps = torch.stack([x[..., j * dilation : j * dilation + steps] for j in range(k)], 2)
     w = weight.reshape(cout, cin * k)
