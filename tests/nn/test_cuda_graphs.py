@@ -64,6 +64,18 @@ def test_failed_capture_runs_eagerly_and_is_not_retried():
     assert "stream is capturing" in next(iter(cache.failed.values()))
 
 
+def test_tuple_outputs_are_compared_and_copied_whole():
+    from audiotok.nn.cuda_graphs import _clone, _same
+
+    a, b = torch.arange(3.0), torch.arange(4)
+    out = (a, b)
+    copy = _clone(out)
+    assert isinstance(copy, tuple) and _same(copy, out)
+    assert copy[0].data_ptr() != a.data_ptr() and copy[1].data_ptr() != b.data_ptr()
+    assert not _same((a, b + 1), out)
+    assert not _same((a,), out) and not _same(a, out)
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_capture_matches_eager():
     from audiotok.nn.cuda_graphs import capture_cuda
@@ -74,6 +86,14 @@ def test_cuda_capture_matches_eager():
         replay = capture_cuda(layer, (x,))
         y = torch.randn(4, 16, device="cuda")
         torch.testing.assert_close(replay(y), layer(y))
+
+        def two(x):
+            return layer(x), x * 2
+
+        replay = capture_cuda(two, (x,), pool=torch.cuda.graph_pool_handle())
+        got = replay(y)
+        torch.testing.assert_close(got[0], layer(y))
+        torch.testing.assert_close(got[1], y * 2)
 
 
 @pytest.mark.parametrize("codec_name, golden_name, signals, kinds", [

@@ -77,14 +77,17 @@ def served_name(spec: str) -> tuple[str, str]:
               help="With --ray: replicas (default: one per GPU on CUDA, else 1).")
 @click.option("--ray-address", default=None,
               help="With --ray: the cluster to join (default: start a local instance).")
+@click.option("--cuda-graphs", is_flag=True,
+              help="On CUDA: replay offline batches and stream steps (padded to batch sizes "
+                   "1, 2, 4 ... 256) as CUDA graphs. Ignored on other devices.")
 @click.option("--no-warmup", is_flag=True,
               help="Skip running every batch size and frame count once before serving.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
           max_step_frames, batch_wait_ms, step_wait_ms, api_key, max_body_mb, max_request_seconds,
-          idle_timeout, drain_timeout, window, on_ray, replicas, ray_address, no_warmup,
-          log_level):
+          idle_timeout, drain_timeout, window, on_ray, replicas, ray_address, cuda_graphs,
+          no_warmup, log_level):
     """Serve loaded codecs over HTTP and WebSocket (needs `pip install 'audiotok[serve]'`)."""
     try:
         import fastapi  # noqa: F401
@@ -122,11 +125,11 @@ def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
                               idle_timeout=idle_timeout, drain_timeout=drain_timeout)
     if on_ray:
         _serve_on_ray(named, device, dtype, threads, engine_settings, settings, host, port,
-                      replicas, ray_address, not no_warmup)
+                      replicas, ray_address, not no_warmup, cuda_graphs)
         return
     try:
-        codecs = {name: load(model, device=device, dtype=getattr(torch, dtype))
-                  for name, model in named}
+        codecs = {name: load(model, device=device, dtype=getattr(torch, dtype),
+                             cuda_graphs=cuda_graphs) for name, model in named}
         engine = Engine(codecs, engine_settings)
     except (AudiotokError, OSError, ValueError) as e:
         fail(one_line(e))
@@ -142,7 +145,7 @@ def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
 
 
 def _serve_on_ray(named, device, dtype, threads, engine_settings, settings, host, port,
-                  replicas, ray_address, warmup) -> None:
+                  replicas, ray_address, warmup, cuda_graphs) -> None:
     try:
         import ray  # noqa: F401
         from ray import serve  # noqa: F401
@@ -166,4 +169,4 @@ def _serve_on_ray(named, device, dtype, threads, engine_settings, settings, host
     serve_on_ray(named, device=device, dtype=dtype, threads=threads,
                  engine_settings=engine_settings, server_settings=settings, host=host,
                  port=port, replicas=replicas, ray_address=ray_address, warmup=warmup,
-                 ready=ready)
+                 cuda_graphs=cuda_graphs, ready=ready)

@@ -1,4 +1,5 @@
-"""CUDA graphs of whole encode/decode calls, one per input shape.
+"""CUDA graphs of whole encode/decode calls (and of serving engine steps, server/slots.py), one
+per input shape.
 
 On a GPU, a small batch spends most of its time launching hundreds of small kernels. A CUDA graph
 records the kernels of one call and replays them with one launch. The kernels depend on the
@@ -10,15 +11,26 @@ so does one whose replay does not reproduce the eager result.
 
 from __future__ import annotations
 
+import logging
 from collections import OrderedDict
 from collections.abc import Callable
 
 import torch
 
-Replay = Callable[..., torch.Tensor]
+log = logging.getLogger("audiotok")
+
+Output = torch.Tensor | tuple[torch.Tensor, ...]
+Replay = Callable[..., Output]
 
 
-def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
+def _clone(out: Output) -> Output:
+    return out.clone() if isinstance(out, torch.Tensor) else tuple(t.clone() for t in out)
+
+
+def _same(a: Output, b: Output) -> bool:
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
+        return (isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b)
+                and all(_same(x, y) for x, y in zip(a, b, strict=True)))
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
     if a.is_floating_point():
@@ -26,8 +38,11 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return bool(torch.equal(a, b))
 
 
-def capture_cuda(fn: Callable[..., torch.Tensor], args: tuple[torch.Tensor, ...]) -> Replay:
-    """Capture fn(*args) as a CUDA graph; returns replay(*new_args) -> a fresh output tensor.
+def capture_cuda(fn: Callable[..., Output], args: tuple[torch.Tensor, ...],
+                 pool=None) -> Replay:
+    """Capture fn(*args) as a CUDA graph; returns replay(*new_args) -> fresh output tensors (a
+    tensor, or a tuple of them when fn returns one). `pool`: a memory pool shared with other
+    graphs (see shared_pool_capture), else the graph's own.
 
     Warms up on a side stream first (allocations and library autotuning stay out of the graph),
     then checks that one replay gives the eager result."""
@@ -36,27 +51,41 @@ def capture_cuda(fn: Callable[..., torch.Tensor], args: tuple[torch.Tensor, ...]
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         fn(*static)
-        expected = fn(*static).clone()
+        expected = _clone(fn(*static))
     torch.cuda.current_stream().wait_stream(side)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with torch.cuda.graph(graph, pool=pool):
         out = fn(*static)
 
     def replay(*new: torch.Tensor) -> torch.Tensor:
         for s, a in zip(static, new, strict=True):
             s.copy_(a)
         graph.replay()
-        return out.clone()
+        return _clone(out)
 
     if not _same(replay(*args), expected):
         raise RuntimeError("the graph's replay differs from eager execution")
     return replay
 
 
+def shared_pool_capture() -> Callable[..., Replay]:
+    """capture_cuda for graphs that share one memory pool: safe for graphs that are replayed one
+    at a time and whose outputs are copied out at once (replay does), so that their activations
+    take the memory of the largest graph, not of all of them."""
+    pool = []
+
+    def capture(fn: Callable[..., Output], args: tuple[torch.Tensor, ...]) -> Replay:
+        if not pool:
+            pool.append(torch.cuda.graph_pool_handle())
+        return capture_cuda(fn, args, pool=pool[0])
+
+    return capture
+
+
 class GraphCache:
     """fn(*tensors) through cached CUDA graphs, keyed by the inputs' shapes and dtypes."""
 
-    def __init__(self, fn: Callable[..., torch.Tensor], max_graphs: int = 8,
+    def __init__(self, fn: Callable[..., Output], max_graphs: int = 8,
                  capture: Callable[..., Replay] = capture_cuda):
         self.fn = fn
         self.max_graphs = max_graphs
@@ -64,7 +93,7 @@ class GraphCache:
         self.graphs: OrderedDict[tuple, Replay] = OrderedDict()
         self.failed: dict[tuple, str] = {}  # shape -> why it runs eagerly
 
-    def __call__(self, *args: torch.Tensor) -> torch.Tensor:
+    def __call__(self, *args: torch.Tensor) -> Output:
         key = tuple((tuple(a.shape), a.dtype) for a in args)
         if key in self.failed:
             return self.fn(*args)
@@ -74,6 +103,8 @@ class GraphCache:
                 replay = self.capture(self.fn, args)
             except Exception as e:  # any failure: this shape runs eagerly, as without graphs
                 self.failed[key] = f"{type(e).__name__}: {e}"
+                log.warning("audiotok: no CUDA graph for input shapes %s, running them eagerly "
+                            "(%s)", [s for s, _ in key][:2], self.failed[key].splitlines()[0])
                 return self.fn(*args)
             self.graphs[key] = replay
             if len(self.graphs) > self.max_graphs:

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..codes import Codes
-from .slots import SlotTable
+from .slots import GraphedSteps, SlotTable
 from .streams import DecodeStream, EncodeStream
 
 
@@ -51,6 +51,27 @@ class _Slotted:
         self.max_frames = max_frames
         self.table = SlotTable(codec.model, lambda m: m.stream_roots(self.kind), capacity,
                                codec.device)
+        self.graphs: GraphedSteps | None = None
+
+    def use_graphs(self, **options) -> None:
+        """Run the steps as CUDA graphs from now on (slots.GraphedSteps; options: its capture
+        and max_graphs)."""
+        self.graphs = GraphedSteps(self.table, self._call, self._steps_of, **options)
+
+    def _call(self, model, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _steps_of(self, x: torch.Tensor) -> int:
+        return x.shape[-1]
+
+    def _model_step(self, slots: list[int], frames: list[int], x: torch.Tensor) -> torch.Tensor:
+        """The model's output for input x on the rows of `slots`; their state is advanced."""
+        with torch.inference_mode():
+            x = x.to(self.codec.device)
+            if self.graphs is not None:
+                return self.graphs.run(slots, frames, x)
+            with self.table.step(slots, frames, self._steps_of(x)) as model:
+                return self._call(model, x)
 
     def warm(self, slots: list[int], frames: int) -> None:
         """Run `frames` frames of silence on `slots` (Engine.warmup)."""
@@ -76,15 +97,17 @@ class CausalDecode(_Slotted):
     def _silence(self, frames: int) -> torch.Tensor:
         return torch.zeros(self.codec.num_codebooks, frames, dtype=torch.long)
 
+    def _call(self, model, tokens: torch.Tensor) -> torch.Tensor:
+        return model.decode(tokens)
+
     def run(self, streams: list[DecodeStream], work: list[torch.Tensor]) -> list[np.ndarray]:
         frames = [w.shape[1] for w in work]
         total = max(frames)
         tokens = torch.zeros(len(work), self.codec.num_codebooks, total, dtype=torch.long)
         for i, w in enumerate(work):
             tokens[i, :, : w.shape[1]] = w
-        with torch.inference_mode(), \
-                self.table.step([s.slot for s in streams], frames, total) as model:
-            audio = model.decode(tokens.to(self.codec.device)).float().cpu().numpy()
+        audio = self._model_step([s.slot for s in streams], frames, tokens)
+        audio = audio.float().cpu().numpy()
         spf = self.codec.samples_per_frame
         return [audio[i, 0, : n * spf] for i, n in enumerate(frames)]
 
@@ -114,6 +137,12 @@ class CausalEncode(_Slotted):
     def _silence(self, frames: int) -> np.ndarray:
         return np.zeros(frames * self.codec.samples_per_frame, np.float32)
 
+    def _call(self, model, audio: torch.Tensor) -> torch.Tensor:
+        return model.encode(audio)
+
+    def _steps_of(self, audio: torch.Tensor) -> int:
+        return audio.shape[-1] // self.codec.samples_per_frame
+
     def run(self, streams: list[EncodeStream], work: list[np.ndarray]) -> list[np.ndarray]:
         spf = self.codec.samples_per_frame
         frames = [w.shape[0] // spf for w in work]
@@ -121,9 +150,7 @@ class CausalEncode(_Slotted):
         audio = torch.zeros(len(work), 1, total * spf)
         for i, w in enumerate(work):
             audio[i, 0, : w.shape[0]] = torch.from_numpy(w)
-        with torch.inference_mode(), \
-                self.table.step([s.slot for s in streams], frames, total) as model:
-            tokens = model.encode(audio.to(self.codec.device)).cpu().numpy()
+        tokens = self._model_step([s.slot for s in streams], frames, audio).cpu().numpy()
         return [tokens[i, :, :n] for i, n in enumerate(frames)]
 
 

@@ -18,7 +18,8 @@ audio or every open stream has frames waiting. Between stream steps, at most
 one batch of offline requests per model runs once its collection window (`batch_wait_ms`) has
 passed, so neither starves the other. Admission is bounded everywhere: open streams
 (`max_streams`), queued offline requests, and each stream's input and unread output
-(`max_backlog_seconds`); beyond a bound the caller gets EngineBusy at once. No web code here.
+(`max_backlog_seconds`); beyond a bound the caller gets EngineBusy at once. A codec loaded with
+CUDA graphs has its stream steps replayed as graphs too (slots.GraphedSteps). No web code here.
 """
 
 from __future__ import annotations
@@ -143,6 +144,9 @@ class Served:
             self.runners = {
                 "decode": CausalDecode(codec, settings.max_streams, settings.max_step_frames),
                 "encode": CausalEncode(codec, settings.max_streams, settings.max_step_frames)}
+            if codec.graphs is not None:  # loaded with CUDA graphs: the steps replay them too
+                for runner in self.runners.values():
+                    runner.use_graphs()
         else:
             self.runners = {"decode": WindowedDecode(codec, settings.window)}
 

@@ -22,7 +22,7 @@ class Replica:
 
     def __init__(self, named: list[tuple[str, str]], device: str, dtype: str,
                  threads: int | None, engine_settings: dict, server_settings: dict,
-                 warmup: bool):
+                 warmup: bool, cuda_graphs: bool = False):
         import torch
 
         from .. import load
@@ -33,8 +33,8 @@ class Replica:
             torch.set_num_threads(threads)
         if device.startswith("cuda"):
             device = "cuda"  # Ray gives each replica its own GPU, visible as device 0
-        codecs = {name: load(model, device=device, dtype=getattr(torch, dtype))
-                  for name, model in named}
+        codecs = {name: load(model, device=device, dtype=getattr(torch, dtype),
+                             cuda_graphs=cuda_graphs) for name, model in named}
         window = WindowSettings(**engine_settings.pop("window"))
         self.engine = Engine(codecs, EngineSettings(**engine_settings, window=window))
         if warmup:
@@ -50,9 +50,11 @@ class Replica:
 def serve_on_ray(named: list[tuple[str, str]], *, device: str, dtype: str,
                  threads: int | None, engine_settings: EngineSettings,
                  server_settings: ServerSettings, host: str, port: int, replicas: int | None,
-                 ray_address: str | None, warmup: bool, ready=None) -> None:
+                 ray_address: str | None, warmup: bool, cuda_graphs: bool = False,
+                 ready=None) -> None:
     """Deploy `replicas` replicas (default: one per GPU on CUDA, else 1) behind Ray Serve's
-    proxy on host:port and block until SIGTERM/SIGINT; then shut Serve down."""
+    proxy on host:port and block until SIGTERM/SIGINT; then shut Serve down. cuda_graphs: see
+    `audiotok serve --cuda-graphs`."""
     import ray
     from ray import serve
 
@@ -70,7 +72,7 @@ def serve_on_ray(named: list[tuple[str, str]], *, device: str, dtype: str,
                                   )(serve.ingress()(Replica))
     es = asdict(engine_settings)
     serve.run(deployment.bind(named, device, dtype, threads, es, asdict(server_settings),
-                              warmup), name="audiotok", route_prefix="/")
+                              warmup, cuda_graphs), name="audiotok", route_prefix="/")
     if ready is not None:
         ready(port, replicas)
     stop = threading.Event()

@@ -6,6 +6,8 @@ telling each module how many frames of each row are real), runs the model once, 
 the new rows back. Modules replace their state tensors and never write into them, so a run of
 consecutive slots is passed as views of the rows (no gather copy), and a step that fails leaves
 the rows as they were. A released slot is zeroed, which is the state of a new stream.
+
+On a GPU with CUDA graphs, GraphedSteps replays each step as a graph instead (below).
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import nn
 
+from ..nn.cuda_graphs import GraphCache, Output, shared_pool_capture
 from ..nn.streaming import Ragged, stream_copy, streaming_modules
+
+# batch sizes a graphed step is padded to (beyond the last one: its multiples), so that a few
+# graphs serve every number of streams
+BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 
 
 def _map(tree, fn: Callable[[torch.Tensor], torch.Tensor]):
@@ -95,3 +102,65 @@ class SlotTable:
         finally:
             for m in self.modules:
                 m.stream = None
+
+
+def bucket(n: int) -> int:
+    """The batch size a graphed step of n rows is padded to."""
+    for b in BUCKETS:
+        if n <= b:
+            return b
+    return -(-n // BUCKETS[-1]) * BUCKETS[-1]
+
+
+class GraphedSteps:
+    """A SlotTable's steps replayed as CUDA graphs (nn/cuda_graphs.py's GraphCache, with its
+    eager fallback for a shape that cannot be captured).
+
+    A graph needs fixed shapes and a pure function, so a step gathers its rows into new tensors,
+    pads the batch with zero rows (a new stream's state) up to a size in BUCKETS, and runs
+    `(input, frames per row, *state rows) -> (output, *new state rows)`, one graph per (bucket,
+    frames) shape. Every row is passed as ragged (a row of all `total` frames gives what it
+    gives unpadded), so one graph serves any mix of frame counts. The padding rows are dropped,
+    and the real rows are written back only when the step succeeded (a failed step leaves them
+    as they were). The graphs share one memory pool (steps run one at a time and their outputs
+    are copied out at once). `call(model, x)` runs the model; `steps_of(x)` is x's length in
+    frames; `capture` replaces the CUDA capture (tests)."""
+
+    def __init__(self, table: SlotTable, call: Callable[[nn.Module, torch.Tensor], torch.Tensor],
+                 steps_of: Callable[[torch.Tensor], int], capture=None, max_graphs: int = 32):
+        self.table = table
+        self.call = call
+        self.steps_of = steps_of
+        self.graphs = GraphCache(self._pure, max_graphs, capture or shared_pool_capture())
+
+    def _pure(self, x: torch.Tensor, frames: torch.Tensor, *leaves: torch.Tensor) -> Output:
+        t = self.table
+        it = iter(leaves)
+        ragged = Ragged(frames, self.steps_of(x))
+        for m, rows in zip(t.modules, t.rows, strict=True):
+            m.stream = {**_map(rows, lambda _: next(it)), "ragged": ragged}
+        try:
+            y = self.call(t.model, x)
+            return (y, *(new for m, rows in zip(t.modules, t.rows, strict=True)
+                         for _, new in _pairs(rows, m.stream)))
+        finally:
+            for m in t.modules:
+                m.stream = None
+
+    def run(self, slots: list[int], frames: list[int], x: torch.Tensor) -> torch.Tensor:
+        """The output of the rows of `slots` for input x [len(slots), ...] (row i holding
+        frames[i] real frames of x's length); their new state is kept on success."""
+        t = self.table
+        n = len(slots)
+        pad = bucket(n) - n
+        index = torch.tensor(slots, device=t.device)
+        old = [o for rows in t.rows for o, _ in _pairs(rows, rows)]
+        leaves = [torch.cat([o.index_select(0, index), o.new_zeros(pad, *o.shape[1:])])
+                  for o in old]
+        x = torch.cat([x, x.new_zeros(pad, *x.shape[1:])])
+        total = self.steps_of(x)
+        lengths = torch.tensor(frames + [total] * pad, device=t.device)
+        y, *new = self.graphs(x, lengths, *leaves)
+        for o, nw in zip(old, new, strict=True):
+            o.index_copy_(0, index, nw[:n].to(o.dtype))
+        return y[:n]
