@@ -160,10 +160,14 @@ def test_a_failing_graphed_step_leaves_the_rows_as_they_were(s2_codec, monkeypat
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
-def test_cuda_graphed_steps_equal_eager_steps(s2_codec):
+def test_cuda_graphed_steps_equal_offline(monkeypatch):
+    """On the GPU, with TF32 off (cuDNN convolutions use it by default, which rounds
+    differently per shape): graphed streams equal offline decode within 1e-4."""
     import audiotok
     from tests.conftest import S2_TINY
 
+    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
     codec = audiotok.load(S2_TINY / "codec.pth", device="cuda", cuda_graphs=True)
     engine = Engine({"s2": codec}, EngineSettings(max_step_frames=2), start=False)
     tokens = [random_tokens(codec, 6, seed) for seed in range(3)]
@@ -178,5 +182,5 @@ def test_cuda_graphed_steps_equal_eager_steps(s2_codec):
         pass
     for s, t in zip(streams, tokens, strict=True):
         want = codec.decode(t)[0, 0].cpu().numpy()
-        assert np.abs(np.concatenate(list(s)) - want).max() <= TOL
+        assert np.abs(np.concatenate(list(s)) - want).max() <= 1e-4
     assert engine.models["s2"].runners["decode"].graphs.graphs.failed == {}
