@@ -76,6 +76,28 @@ def test_tuple_outputs_are_compared_and_copied_whole():
     assert not _same((a,), out) and not _same(a, out)
 
 
+def test_shared_input_buffers_by_position_shape_and_dtype():
+    """Graphs replayed one at a time share input buffers: an argument reuses the buffer of an
+    earlier graph's argument at its position with its shape and dtype, never another argument's
+    of the same call (keys and values of one layer have one shape)."""
+    from audiotok.nn.cuda_graphs import static_inputs
+
+    buffers: dict = {}
+    k, v, frames = torch.ones(2, 3), torch.full((2, 3), 2.0), torch.tensor([1, 2])
+    first = static_inputs((k, v, frames), buffers)
+    assert first[0].data_ptr() != first[1].data_ptr()
+    assert [t.tolist() for t in first] == [k.tolist(), v.tolist(), frames.tolist()]
+    second = static_inputs((v, k, torch.tensor([3, 4])), buffers)  # another graph, same shapes
+    assert [a.data_ptr() for a in second] == [a.data_ptr() for a in first]
+    assert second[0].tolist() == v.tolist() and second[2].tolist() == [3, 4]
+    third = static_inputs((torch.ones(4, 3), v, frames.float()), buffers)  # new shape, dtype
+    assert third[0].data_ptr() != first[0].data_ptr() and third[1].data_ptr() == first[1].data_ptr()
+    assert third[2].data_ptr() != first[2].data_ptr()
+    assert len(buffers) == 5
+    alone = static_inputs((k, v), None)  # no sharing: plain copies
+    assert alone[0].data_ptr() not in {t.data_ptr() for t in buffers.values()}
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_capture_matches_eager():
     from audiotok.nn.cuda_graphs import capture_cuda
@@ -90,10 +112,12 @@ def test_cuda_capture_matches_eager():
         def two(x):
             return layer(x), x * 2
 
-        replay = capture_cuda(two, (x,), pool=torch.cuda.graph_pool_handle())
+        buffers: dict = {}
+        replay = capture_cuda(two, (x,), pool=torch.cuda.graph_pool_handle(), buffers=buffers)
         got = replay(y)
         torch.testing.assert_close(got[0], layer(y))
         torch.testing.assert_close(got[1], y * 2)
+        assert len(buffers) == 1
 
 
 @pytest.mark.parametrize("codec_name, golden_name, signals, kinds", [

@@ -21,6 +21,18 @@ def random_tokens(codec, frames: int, seed: int) -> torch.Tensor:
                         for n in codec.codebook_sizes])
 
 
+def finish_and_check(engine, codec, streams, tokens, tol=TOL) -> None:
+    """Finish the streams, step until done, and compare each with offline decode."""
+    for s in streams:
+        if s.state == "open":
+            s.finish()
+    while engine.step():
+        pass
+    for s, t in zip(streams, tokens, strict=True):
+        want = codec.decode(t)[0, 0].cpu().numpy()
+        assert np.abs(np.concatenate(list(s)) - want).max() <= tol
+
+
 class TraceCapture:
     """capture_cuda's stand-in: records the step once per shape, replays the recording."""
 
@@ -84,9 +96,33 @@ def test_graphed_decode_streams_equal_offline(s2_codec):
     assert graphs.failed == {}
     assert len(capture.shapes) == len(set(capture.shapes))  # one capture per shape
     assert {b for b, _ in capture.shapes} <= set(BUCKETS)
+    assert {f for _, f in capture.shapes} <= {1, 2}  # frames padded to buckets too
     assert {b for b, _ in capture.shapes} >= {1, 4, 8}
     assert set(engine.stats.batch_sizes) - set(BUCKETS)  # real batches of other sizes ran
     assert engine.table_in_use() == 0
+
+
+def test_warmup_captures_every_bucket_so_serving_captures_none(s2_codec):
+    """Engine.warmup with graphs runs one step per (batch, frames) bucket (3 frames per step at
+    most pad to 4); afterwards streams capture nothing new, and a step of 3 frames runs as the
+    4-frame graph, exactly. (Decode graphed only: tracing the encoder takes longer.)"""
+    engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=2, max_batch=2,
+                                                     max_step_frames=3), start=False)
+    capture = TraceCapture()
+    engine.models["s2"].runners["decode"].use_graphs(capture=capture)
+    engine.warmup()
+    assert sorted(capture.shapes) == [(b, f) for b in (1, 2) for f in (1, 2, 4)]
+    tokens = [random_tokens(s2_codec, 7, seed) for seed in range(2)]
+    streams = [engine.open_decode_stream("s2") for _ in tokens]
+    for i, (s, t) in enumerate(zip(streams, tokens, strict=True)):
+        s.push(t[:, :3 + i])  # 3 and 4 frames waiting: a step of 3 frames (the lower median)
+    engine.step()
+    assert [s.frames_out for s in streams] == [3, 3]
+    for i, (s, t) in enumerate(zip(streams, tokens, strict=True)):
+        s.push(t[:, 3 + i:])
+    finish_and_check(engine, s2_codec, streams, tokens)
+    assert len(capture.shapes) == 6
+    assert engine.models["s2"].runners["decode"].graphs.graphs.failed == {}
 
 
 def test_graphed_encode_streams_equal_offline(s2_codec):
@@ -115,12 +151,7 @@ def test_a_shape_that_cannot_be_captured_runs_eagerly(s2_codec):
     streams = [engine.open_decode_stream("s2") for _ in tokens]
     for s, t in zip(streams, tokens, strict=True):
         s.push(t)
-        s.finish()
-    while engine.step():
-        pass
-    for s, t in zip(streams, tokens, strict=True):
-        want = s2_codec.decode(t)[0, 0].numpy()
-        assert np.abs(np.concatenate(list(s)) - want).max() <= TOL
+    finish_and_check(engine, s2_codec, streams, tokens)
     failed = engine.models["s2"].runners["decode"].graphs.graphs.failed
     assert failed and all("capturing" in why for why in failed.values())
     assert len(capture.shapes) == len(set(capture.shapes))  # a failed shape is not retried
@@ -148,14 +179,8 @@ def test_a_failing_graphed_step_leaves_the_rows_as_they_were(s2_codec, monkeypat
         for s, t in zip(streams, tokens, strict=True):
             s.push(t[:, f: f + 1])
         engine.step()
-    for s in streams:
-        s.finish()
-    while engine.step():
-        pass
+    finish_and_check(engine, s2_codec, streams, tokens)
     assert failures == [1]
-    for s, t in zip(streams, tokens, strict=True):
-        want = s2_codec.decode(t)[0, 0].numpy()
-        assert np.abs(np.concatenate(list(s)) - want).max() <= TOL
     assert engine.stats.errors.get("EngineError", 0) == 0
 
 
@@ -176,11 +201,5 @@ def test_cuda_graphed_steps_equal_offline(monkeypatch):
         for s, t in zip(streams, tokens, strict=True):
             s.push(t[:, f: f + 2])
         engine.step()
-    for s in streams:
-        s.finish()
-    while engine.step():
-        pass
-    for s, t in zip(streams, tokens, strict=True):
-        want = codec.decode(t)[0, 0].cpu().numpy()
-        assert np.abs(np.concatenate(list(s)) - want).max() <= 1e-4
+    finish_and_check(engine, codec, streams, tokens, tol=1e-4)
     assert engine.models["s2"].runners["decode"].graphs.graphs.failed == {}

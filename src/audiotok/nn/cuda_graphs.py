@@ -38,15 +38,32 @@ def _same(a: Output, b: Output) -> bool:
     return bool(torch.equal(a, b))
 
 
+def static_inputs(args: tuple[torch.Tensor, ...], buffers: dict | None
+                  ) -> tuple[torch.Tensor, ...]:
+    """Copies of args for a graph to read its inputs from. With `buffers` (shared by graphs
+    that are replayed one at a time, each copying its inputs in first), an argument reuses the
+    buffer of an earlier graph's argument at the same position with the same shape and dtype."""
+    if buffers is None:
+        return tuple(a.clone() for a in args)
+    out = []
+    for i, a in enumerate(args):
+        key = (i, tuple(a.shape), a.dtype, a.device)
+        if key not in buffers:
+            buffers[key] = torch.empty_like(a)
+        out.append(buffers[key].copy_(a))
+    return tuple(out)
+
+
 def capture_cuda(fn: Callable[..., Output], args: tuple[torch.Tensor, ...],
-                 pool=None) -> Replay:
+                 pool=None, buffers: dict | None = None) -> Replay:
     """Capture fn(*args) as a CUDA graph; returns replay(*new_args) -> fresh output tensors (a
     tensor, or a tuple of them when fn returns one). `pool`: a memory pool shared with other
-    graphs (see shared_pool_capture), else the graph's own.
+    graphs, else the graph's own; `buffers`: input buffers shared with them (static_inputs;
+    both from shared_capture).
 
     Warms up on a side stream first (allocations and library autotuning stay out of the graph),
     then checks that one replay gives the eager result."""
-    static = tuple(a.clone() for a in args)
+    static = static_inputs(args, buffers)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -68,16 +85,17 @@ def capture_cuda(fn: Callable[..., Output], args: tuple[torch.Tensor, ...],
     return replay
 
 
-def shared_pool_capture() -> Callable[..., Replay]:
-    """capture_cuda for graphs that share one memory pool: safe for graphs that are replayed one
-    at a time and whose outputs are copied out at once (replay does), so that their activations
-    take the memory of the largest graph, not of all of them."""
-    pool = []
+def shared_capture() -> Callable[..., Replay]:
+    """capture_cuda for graphs that share one memory pool and their input buffers: safe for
+    graphs that are replayed one at a time and whose outputs are copied out at once (replay
+    does), so that their activations take the memory of the largest graph, and inputs of one
+    shape are held once, not once per graph."""
+    pool, buffers = [], {}
 
     def capture(fn: Callable[..., Output], args: tuple[torch.Tensor, ...]) -> Replay:
         if not pool:
             pool.append(torch.cuda.graph_pool_handle())
-        return capture_cuda(fn, args, pool=pool[0])
+        return capture_cuda(fn, args, pool=pool[0], buffers=buffers)
 
     return capture
 

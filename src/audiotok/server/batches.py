@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..codes import Codes
-from .slots import GraphedSteps, SlotTable
+from .slots import GraphedSteps, SlotTable, bucket_sizes
 from .streams import DecodeStream, EncodeStream
 
 
@@ -53,10 +53,20 @@ class _Slotted:
                                codec.device)
         self.graphs: GraphedSteps | None = None
 
-    def use_graphs(self, **options) -> None:
-        """Run the steps as CUDA graphs from now on (slots.GraphedSteps; options: its capture
-        and max_graphs)."""
-        self.graphs = GraphedSteps(self.table, self._call, self._steps_of, **options)
+    def use_graphs(self, capture=None) -> None:
+        """Run the steps as CUDA graphs from now on (slots.GraphedSteps; `capture` replaces
+        the CUDA capture, for tests)."""
+        self.graphs = GraphedSteps(self.table, self._call, self._steps_of, self.max_frames,
+                                   capture)
+
+    def warm_shapes(self, rows: int) -> list[tuple[int, int]]:
+        """(streams, frames) of the steps Engine.warmup runs with `rows` slots: every batch size
+        at one frame and every frame count at one stream; with graphs, one step per (batch,
+        frames) bucket, so that none is captured while serving."""
+        if self.graphs is not None:
+            return [(b, f) for b in bucket_sizes(rows) for f in bucket_sizes(self.max_frames)]
+        return ([(b, 1) for b in range(1, rows + 1)]
+                + [(1, f) for f in range(2, self.max_frames + 1)])
 
     def _call(self, model, x: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError

@@ -306,7 +306,9 @@ class Engine:
         """Run every batch size 1..max_batch (one frame each) and every frame count
         1..max_step_frames (one stream) once per causal stream kind, on slots that are then
         reset, so the first real steps do not pay for new kernel shapes (a new shape's first
-        call costs about twice a later one on the CPU). Call before serving; returns seconds."""
+        call costs about twice a later one on the CPU); with CUDA graphs, every (batch, frames)
+        bucket, so that no graph is captured while serving. Call before serving; returns
+        seconds."""
         start = time.perf_counter()
         s = self.settings
         for served in self.models.values():
@@ -319,9 +321,7 @@ class Engine:
                             is not None:
                         slots.append(slot)
                 try:
-                    shapes = [(b, 1) for b in range(1, len(slots) + 1)]
-                    shapes += [(1, f) for f in range(2, s.max_step_frames + 1)]
-                    for b, frames in shapes:
+                    for b, frames in runner.warm_shapes(len(slots)):
                         runner.warm(slots[:b], frames)
                 finally:
                     with self.cond:
