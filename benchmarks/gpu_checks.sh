@@ -7,10 +7,10 @@
 #   bash benchmarks/gpu_checks.sh          # results in $OUT, else gpu-out/
 #
 # It runs this checkout (PYTHONPATH=src) on the machine's python3 and its CUDA torch. Packages
-# audiotok needs that such a machine may lack (soundfile, cffi, pycparser, soxr, gguf) can be
-# put in .whl/ as wheels for its Python, e.g.
+# these checks import that such a machine may lack (soundfile with cffi and pycparser, soxr) can
+# be put in .whl/ as wheels for its Python, e.g.
 #   pip download --no-deps --only-binary=:all: --python-version 3.12 \
-#       --platform manylinux2014_x86_64 -d .whl soundfile cffi pycparser soxr gguf
+#       --platform manylinux2014_x86_64 -d .whl soundfile cffi pycparser soxr
 # and are installed into /tmp/site first.
 set -uo pipefail
 out=${OUT:-gpu-out}
