@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import torch
+from serve_engine import tokens_for
 
 from audiotok import bench
 from audiotok.models.s2.codec import S2Codec
@@ -37,19 +38,13 @@ BUILD = {"s2": (lambda: S2Model(S2_PRO), S2Codec),
          "xcodec2": (lambda: XCodec2Model(XCodec2Config()), XCodec2Codec)}
 
 
-def random_tokens(codec, frames: int, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.stack([torch.randint(0, n, (frames,), generator=g)
-                        for n in codec.codebook_sizes])
-
-
 def engine_level(codec, streams: int, steps: int, warmup: int = 3) -> dict:
     """N streams pushing one frame per engine step (median step ms over `steps`), then a
     stream joining them `steps` times (median ms from its first push to its audio)."""
     engine = Engine({"m": codec}, EngineSettings(max_streams=streams + 1,
                                                  max_batch=streams + 1), start=False)
     opened = [engine.open_decode_stream("m") for _ in range(streams)]
-    tokens = random_tokens(codec, 2 * (warmup + steps), 1)
+    tokens = tokens_for(codec, 2 * (warmup + steps), 1)
     frame = iter(range(tokens.shape[1]))
 
     def step(extra=None) -> float:

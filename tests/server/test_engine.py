@@ -20,16 +20,10 @@ from audiotok.server import (
     StreamClosed,
     WindowSettings,
 )
+from tests.server.schedules import TOL, random_tokens, run_decode_schedule
 
-TOL = 1e-5
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                        HealthCheck.too_slow])
-
-
-def random_tokens(codec, frames: int, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.stack([torch.randint(0, n, (frames,), generator=g)
-                        for n in codec.codebook_sizes])
 
 
 def drain(stream) -> list[np.ndarray]:
@@ -54,41 +48,11 @@ def test_decode_streams_equal_offline_under_random_schedules(s2_codec, plan):
     """Streams open, push 1..8 frames at a time and finish at random steps, batches of 1..16
     with any number of frames per stream: each stream's audio equals offline decode."""
     streams, max_batch, max_step_frames, seed = plan
-    rng = np.random.default_rng(seed)
     engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=16, max_batch=max_batch,
                                                      max_step_frames=max_step_frames),
                     start=False)
-    todo = [dict(spec, tokens=random_tokens(s2_codec, spec["frames"], seed + i), sent=0,
-                 stream=None, out=[]) for i, spec in enumerate(streams)]
-    step = 0
-    while any(t["stream"] is None or t["stream"].state in ("open", "finishing") for t in todo):
-        for t in todo:
-            if t["stream"] is None and step >= t["opens"]:
-                t["stream"] = engine.open_decode_stream("s2")
-            s = t["stream"]
-            if s is None or s.state != "open" or step % t["pace"]:
-                continue
-            size = t["pushes"][len(t["out"]) % len(t["pushes"])]
-            chunk = t["tokens"][:, t["sent"]: t["sent"] + size]
-            s.push(chunk.numpy() if rng.random() < 0.5 else chunk)
-            t["sent"] += chunk.shape[1]
-            if t["sent"] >= t["frames"]:
-                s.finish()
-        engine.step()
-        for t in todo:
-            if t["stream"] is not None:
-                t["out"] += drain(t["stream"])
-        step += 1
-        assert step < 1000
+    run_decode_schedule(engine, s2_codec, streams, seed)
     assert sorted(engine.stats.batch_sizes) and max(engine.stats.batch_sizes) <= max_batch
-    for t in todo:
-        assert t["stream"].state == "done"
-        assert t["stream"].read() is None
-        got = np.concatenate(t["out"])
-        want = s2_codec.decode(t["tokens"])[0, 0].numpy()
-        assert got.shape == want.shape
-        assert np.abs(got - want).max() <= TOL
-    assert engine.table_in_use() == 0
 
 
 def test_neighbours_do_not_change_a_stream(s2_codec):

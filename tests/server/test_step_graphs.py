@@ -11,14 +11,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from audiotok.server import Engine, EngineSettings
 from audiotok.server.slots import BUCKETS, bucket
-
-TOL = 1e-5
-
-
-def random_tokens(codec, frames: int, seed: int) -> torch.Tensor:
-    g = torch.Generator().manual_seed(seed)
-    return torch.stack([torch.randint(0, n, (frames,), generator=g)
-                        for n in codec.codebook_sizes])
+from tests.server.schedules import TOL, random_tokens, run_decode_schedule
 
 
 def finish_and_check(engine, codec, streams, tokens, tol=TOL) -> None:
@@ -68,30 +61,8 @@ def test_graphed_decode_streams_equal_offline(s2_codec):
     capture = TraceCapture()
     engine = graphed_engine(s2_codec, capture, max_streams=8, max_batch=8, max_step_frames=2)
     plan = [(0, 1, 10), (0, 2, 9), (1, 3, 12), (2, 1, 7), (4, 2, 11)]  # opens, push, frames
-    todo = [dict(opens=o, push=p, tokens=random_tokens(s2_codec, n, i), sent=0, stream=None,
-                 out=[]) for i, (o, p, n) in enumerate(plan)]
-    step = 0
-    while any(t["stream"] is None or t["stream"].state in ("open", "finishing") for t in todo):
-        for t in todo:
-            if t["stream"] is None and step >= t["opens"]:
-                t["stream"] = engine.open_decode_stream("s2")
-            s = t["stream"]
-            if s is not None and s.state == "open":
-                s.push(t["tokens"][:, t["sent"]: t["sent"] + t["push"]])
-                t["sent"] += t["push"]
-                if t["sent"] >= t["tokens"].shape[1]:
-                    s.finish()
-        engine.step()
-        for t in todo:
-            if t["stream"] is not None:
-                t["out"] += t["stream"].available()
-        step += 1
-        assert step < 100
-    for t in todo:
-        want = s2_codec.decode(t["tokens"])[0, 0].numpy()
-        got = np.concatenate(t["out"])
-        assert got.shape == want.shape
-        assert np.abs(got - want).max() <= TOL
+    run_decode_schedule(engine, s2_codec, [dict(opens=o, pushes=[p], frames=n, pace=1)
+                                           for o, p, n in plan], seed=0)
     graphs = engine.models["s2"].runners["decode"].graphs.graphs
     assert graphs.failed == {}
     assert len(capture.shapes) == len(set(capture.shapes))  # one capture per shape
@@ -99,7 +70,6 @@ def test_graphed_decode_streams_equal_offline(s2_codec):
     assert {f for _, f in capture.shapes} <= {1, 2}  # frames padded to buckets too
     assert {b for b, _ in capture.shapes} >= {1, 4, 8}
     assert set(engine.stats.batch_sizes) - set(BUCKETS)  # real batches of other sizes ran
-    assert engine.table_in_use() == 0
 
 
 def test_warmup_captures_every_bucket_so_serving_captures_none(s2_codec):

@@ -139,6 +139,7 @@ class GraphedSteps:
         self.table = table
         self.call = call
         self.steps_of = steps_of
+        self.leaves = [o for rows in table.rows for o, _ in _pairs(rows, rows)]  # kept in place
         shapes = len(bucket_sizes(table.capacity)) * len(bucket_sizes(max_frames))
         self.graphs = GraphCache(self._pure, shapes, capture or shared_capture())
 
@@ -164,15 +165,14 @@ class GraphedSteps:
         n = len(slots)
         pad = bucket(n) - n
         index = torch.tensor(slots, device=t.device)
-        old = [o for rows in t.rows for o, _ in _pairs(rows, rows)]
         leaves = [torch.cat([o.index_select(0, index), o.new_zeros(pad, *o.shape[1:])])
-                  for o in old]
+                  for o in self.leaves]
         total = self.steps_of(x)
         per = x.shape[-1] // total  # input steps per frame
         x = F.pad(x, (0, (bucket(total) - total) * per))  # frames, then rows
         x = torch.cat([x, x.new_zeros(pad, *x.shape[1:])])
         lengths = torch.tensor(frames + [total] * pad, device=t.device)
         y, *new = self.graphs(x, lengths, *leaves)
-        for o, nw in zip(old, new, strict=True):
+        for o, nw in zip(self.leaves, new, strict=True):
             o.index_copy_(0, index, nw[:n].to(o.dtype))
         return y[:n]
