@@ -78,8 +78,8 @@ def served_name(spec: str) -> tuple[str, str]:
 @click.option("--ray-address", default=None,
               help="With --ray: the cluster to join (default: start a local instance).")
 @click.option("--cuda-graphs", is_flag=True,
-              help="On CUDA: replay offline batches and stream steps (padded to batch sizes "
-                   "1, 2, 4 ... 256) as CUDA graphs. Ignored on other devices.")
+              help="On CUDA: replay offline batches and stream steps (streams and frames "
+                   "padded to 1, 2, 4 ... 256) as CUDA graphs. Ignored on other devices.")
 @click.option("--no-warmup", is_flag=True,
               help="Skip running every batch size and frame count once before serving.")
 @click.option("--log-level", default="info", show_default=True,
