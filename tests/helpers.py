@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from audiotok.export.gguf import gguf_metadata
 from audiotok.export.gguf import write_gguf as write_gguf_file
+from audiotok.models.s2.gguf import gguf_metadata
 from audiotok.models.s2.config import S2Config
 
 _UNSET = object()

@@ -37,7 +37,7 @@ def main() -> None:
     golden = np.load(DATA / "expected_pth.npz")
     golden16 = np.load(DATA / "expected_gguf_f16.npz")
     import audiotok
-    from audiotok.export import export_gguf
+    from audiotok.models.s2.gguf import export_gguf
 
     codec = audiotok.load(DATA / "codec.pth")
     with tempfile.TemporaryDirectory() as tmp:

@@ -1,6 +1,6 @@
 """audiotok: neural audio codec tokenizers for speech LLMs.
 
-    codec = audiotok.load("s2-pro")
+    codec = audiotok.load("s2-pro")    # any name in audiotok.models.registry
     codes = codec.encode("speech.wav")
     audio = codec.decode(codes)
 

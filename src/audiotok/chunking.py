@@ -1,4 +1,5 @@
-"""Window plans over frames, shared by the torch codecs and the ONNX runtime (no torch here)."""
+"""Frame counts and window plans over frames, shared by the torch codecs and the ONNX runtime (no
+torch here)."""
 
 from __future__ import annotations
 
@@ -12,3 +13,19 @@ def context_windows(frames: int, window: int, context: int) -> Iterator[tuple[in
     for s in range(0, frames, window):
         a, b = max(0, s - context), min(frames, s + window + context)
         yield a, b, slice(s - a, s - a + min(window, frames - s))
+
+
+FRAME_RULES = ("ceil", "plus_one", "floor")
+
+
+def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
+    """Code frames of `num_samples` samples under a codec's padding rule: "ceil" (padded up to
+    whole frames), "plus_one" (always 1..samples_per_frame zeros appended: N // hop + 1) or
+    "floor" (a partial last frame is dropped)."""
+    if rule == "ceil":
+        return -(-num_samples // samples_per_frame)
+    if rule == "plus_one":
+        return num_samples // samples_per_frame + 1
+    if rule == "floor":
+        return num_samples // samples_per_frame
+    raise ValueError(f"unknown frame rule {rule!r}; expected one of {FRAME_RULES}")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -14,6 +16,7 @@ from torch import nn
 
 from ._version import __version__
 from .audio import AudioItem, to_items
+from .chunking import frames_for
 from .codes import Codes
 from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
@@ -21,17 +24,27 @@ from .nn.cuda_graphs import GraphCache
 from .nn.precision import set_precision
 from .tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 
+if TYPE_CHECKING:
+    from .models.family import Family
+
 _ANNOUNCED: set[str] = set()
 
 
 class Codec:
-    """A loaded codec. Subclasses set the class attributes and implement `_encode_batch`,
-    `_decode_batch` and `num_frames`."""
+    """A loaded codec. A family's subclass (models/<family>/codec.py) sets `family` and the
+    capability attributes, the facts in __init__, and implements `from_checkpoint`,
+    `_encode_batch` (or `_encode_items`) and `_decode_batch`."""
 
-    name: str = ""
-    title: str = ""
-    licence: str = ""
-    causal: bool = False  # True: exact streaming (stream_encoder / stream_decoder)
+    family: Family  # the declaration in models/<family>/__init__.py: name, title, licence
+    # Capabilities (the engine, streaming, export and the runtime read these):
+    causal: bool = False  # exact streaming: stream_encoder/stream_decoder, engine slots, steps
+    frame_rule: str = "ceil"  # samples -> frames (chunking.frames_for): "ceil", "plus_one"...
+    # Non-causal codecs: inputs longer than window_frames are processed in windows with
+    # context_frames of context on both sides (None: always whole); stream_window is the
+    # server's default (left, chunk, lookahead) frames for windowed stream decoding.
+    window_frames: int | None = None
+    context_frames: int = 0
+    stream_window: tuple[int, int, int] = (10, 25, 10)
 
     def __init__(self, model: nn.Module, config, *, source: str = "", device=None,
                  dtype: torch.dtype = torch.float32, cuda_graphs: bool = False):
@@ -61,12 +74,24 @@ class Codec:
     codebook_sizes: tuple[int, ...]
 
     @property
+    def name(self) -> str:
+        return self.family.name
+
+    @property
+    def title(self) -> str:
+        return self.family.title
+
+    @property
+    def licence(self) -> str:
+        return self.family.licence
+
+    @property
     def frame_rate(self) -> float:
         return self.sample_rate / self.samples_per_frame
 
     def num_frames(self, num_samples: int) -> int:
-        """Code frames for `num_samples` samples at the codec's rate."""
-        raise NotImplementedError
+        """Code frames for `num_samples` samples at the codec's rate (its frame_rule)."""
+        return frames_for(self.frame_rule, num_samples, self.samples_per_frame)
 
     def info(self) -> dict:
         bits = sum(float(np.log2(s)) for s in self.codebook_sizes)
@@ -86,6 +111,16 @@ class Codec:
             "cuda_graphs": self.graphs is not None,
             "weights_licence": self.licence,
         }
+
+    def weights_sha256(self) -> str:
+        """sha256 of the loaded weights (names, dtypes, shapes, bytes), whatever file they came
+        from: what corpus and evaluation outputs record to know their model again."""
+        h = hashlib.sha256()
+        for name, t in sorted(self.model.state_dict().items()):
+            t = t.detach().cpu().contiguous()
+            h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\0".encode())
+            h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        return h.hexdigest()
 
     def announce_licence(self) -> None:
         """Tell the user, once per process and codec, which licence the weights carry."""

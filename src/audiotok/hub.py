@@ -4,26 +4,11 @@ from the Hugging Face Hub (or its local cache; HF_HUB_OFFLINE=1 uses the cache o
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import ModelNotFoundError
-
-
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    codec: str
-    repo_id: str
-    files: tuple[str, ...]  # the first one is what gets loaded; the others must sit beside it
-
-
-PRESETS = {
-    "s2-pro": Preset("s2-pro", "s2", "fishaudio/s2-pro", ("codec.pth",)),
-    "xcodec2": Preset("xcodec2", "xcodec2", "HKUSTAudio/xcodec2", ("model.safetensors",)),
-    "xcodec2-hf": Preset("xcodec2-hf", "xcodec2", "HKUSTAudio/xcodec2-hf",
-                         ("model.safetensors", "config.json")),
-}
+from .models.family import Preset
+from .models.registry import PRESETS, unknown_name
 
 
 def resolve(name_or_path: str | os.PathLike) -> tuple[Path, Preset | None]:
@@ -33,9 +18,7 @@ def resolve(name_or_path: str | os.PathLike) -> tuple[Path, Preset | None]:
         return path, None
     preset = PRESETS.get(str(name_or_path))
     if preset is None:
-        raise ModelNotFoundError(
-            f"model {str(name_or_path)!r} is neither an existing file or directory nor a known "
-            f"name ({', '.join(sorted(PRESETS))})")
+        raise unknown_name(str(name_or_path))
     return fetch(preset), preset
 
 
@@ -58,3 +41,20 @@ def fetch(preset: Preset) -> Path:
 def _first_line(e: BaseException) -> str:
     lines = str(e).strip().splitlines()
     return lines[0] if lines else ""
+
+
+_GENERIC_STEMS = {"codec", "model", "pytorch_model", "weights"}
+_GENERIC_DIRS = {"hf", "original", "transformers"}
+
+
+def model_label(spec: str) -> str:
+    """A short name for a model name or path: a name as it is; a path by its file, or by its
+    folder when the file or folder name says nothing (.../s2_tiny/codec.pth -> s2_tiny,
+    .../some_codec/hf -> some_codec)."""
+    path = Path(spec)
+    if not path.exists():
+        return spec
+    path = path.resolve()
+    if path.is_dir():
+        return path.parent.name if path.name in _GENERIC_DIRS else path.name
+    return path.parent.name if path.stem in _GENERIC_STEMS else path.stem

@@ -3,7 +3,7 @@
     with codec.stream_decoder(batch_size=1) as dec:
         for chunk in token_source:        # integer [B, K, t], any t >= 1
             pcm = dec.push(chunk)         # float32 [B, 1, samples_per_frame * t]
-        pcm = dec.flush()                 # what remains (nothing for S2)
+        pcm = dec.flush()                 # what remains (nothing for a causal codec)
 
 Each stream works on its own copy of the model's modules (parameters shared), so streams and
 offline calls do not disturb one another. The output equals the offline result of the whole

@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
 
-from audiotok.export.llm import FishS2Ids, GenericIds, LlasaIds, TokenIdError, Vocab, scheme_for
+from audiotok.export.llm import GenericIds, TokenIdError, Vocab, scheme_for
+from audiotok.models.s2.llm import FishS2Ids
+from audiotok.models.xcodec2.llm import LlasaIds
 
 FISH_SPECIALS = ["<|begin_of_text|>", "<|end_of_text|>", "<|pad|>", "<|im_start|>",
                  "<|im_end|>", "<|phoneme_start|>", "<|phoneme_end|>", "<|tool_call_start|>",
@@ -196,4 +198,5 @@ def test_tokenize_llm_column(tmp_path, fish_tok, llasa_tok):
     p = run(S2_MODEL, tmp_path / "x", "--llm", "llasa", "--tokenizer", str(llasa_tok[0]))
     assert p.returncode == 101 and "one codebook" in p.stderr
     p = run(S2_MODEL, tmp_path / "x", "--llm", "fish-s2")
-    assert p.returncode == 101 and "reads <|semantic:i|> ids from a tokenizer" in p.stderr
+    assert p.returncode == 101 and "<|semantic:i|> ids of the semantic codebook) reads its ids from the " \
+        "language model's tokenizer" in p.stderr

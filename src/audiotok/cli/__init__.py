@@ -17,7 +17,8 @@ from .tokenize import tokenize
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="audiotok")
 def main() -> None:
-    """Neural audio codec tokenizers: audio <-> tokens with the S2 Pro codec and X-Codec2."""
+    """Neural audio codec tokenizers for speech LLMs: audio <-> tokens (`audiotok info` lists
+    the codecs)."""
 
 
 for command in (encode, decode, reconstruct, bench, tokenize, eval_command, export, info,

@@ -12,9 +12,9 @@ from tqdm import tqdm
 
 from ..audio import collect_files
 from ..errors import AudiotokError
+from ..models.registry import DEFAULT_MODEL
 
 CODES_SUFFIXES = {".codes", ".npy"}
-DEFAULT_MODEL = "s2-pro"
 
 model_option = click.option(
     "--model", "-m", default=DEFAULT_MODEL, show_default=True,

@@ -58,7 +58,7 @@ def encode(inputs, output, fmt, model, device, threads):
 @click.option("--clamp", is_flag=True,
               help="Clamp out-of-range tokens into the codebook instead of failing.")
 @click.option("--stream", "stream_mode", is_flag=True,
-              help="Decode incrementally and write audio as it goes (causal codecs: S2). INPUT "
+              help="Decode incrementally and write audio as it goes (causal codecs). INPUT "
                    "is a codes file or - for text on stdin, one frame per line (K integers).")
 @click.option("--push-frames", type=click.IntRange(min=1), default=1, show_default=True,
               help="With --stream: frames decoded per step.")

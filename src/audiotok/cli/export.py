@@ -7,24 +7,44 @@ import sys
 import click
 
 from ..errors import AudiotokError
+from ..models.registry import FAMILIES, export_formats
 from .common import fail, one_line
+
+
+def _format_help() -> str:
+    lines = ["onnx: a folder of ONNX graphs (encoder and decoder; for causal codecs also their "
+             "streaming step graphs) that `audiotok.load` runs with onnxruntime, without torch"]
+    for fmt, families in export_formats().items():
+        if fmt != "onnx":
+            exporter = families[0].exporters[fmt]
+            lines.append(f"{fmt}: {exporter.help}")
+    for fmt, families in export_formats().items():
+        lines.append(f"{fmt} is available for {', '.join(f.title for f in families)}")
+    return ". ".join(lines) + "."
+
+
+def _dtypes() -> list[str]:
+    found = {"f32"}
+    for f in FAMILIES.values():
+        for exporter in f.exporters.values():
+            found.update(exporter.dtypes)
+    return sorted(found)
 
 
 @click.command("export")
 @click.argument("model")
-@click.option("--format", "fmt", type=click.Choice(["onnx", "gguf"]), required=True,
-              help="onnx: a folder of ONNX graphs (encoder and decoder; for S2 also their "
-                   "streaming step graphs) that `audiotok.load` runs with onnxruntime, "
-                   "without torch (S2 and X-Codec2). gguf: a codec-only GGUF for s2.cpp (S2).")
+@click.option("--format", "fmt", type=click.Choice(list(export_formats())), required=True,
+              help=_format_help())
 @click.option("--out", "-o", required=True, type=click.Path(),
-              help="Output: a new or empty folder (onnx) or a file (gguf).")
-@click.option("--dtype", type=click.Choice(["f16", "f32"]), default=None,
-              help="GGUF tensor type: f16 (the default; every tensor, as s2.cpp's exporter "
-                   "writes; its CPU backend needs F16 conv kernels) or f32. ONNX graphs are f32.")
+              help="Output: a new or empty folder (onnx) or a file (other formats).")
+@click.option("--dtype", type=click.Choice(_dtypes()), default=None,
+              help="Tensor type of formats that have a choice (default: the format's own, "
+                   "e.g. f16 for s2.cpp's GGUF, whose CPU backend needs F16 conv kernels). ONNX "
+                   "graphs are f32.")
 @click.option("--max-push-frames", type=click.IntRange(min=1), default=None,
-              help="ONNX, S2: the most frames one streaming step graph call takes (default: the "
-                   "attention window in frames, the most a step can take exactly); longer "
-                   "pushes are split by the runtime.")
+              help="ONNX, causal codecs: the most frames one streaming step graph call takes "
+                   "(default: the codec's limit, e.g. its attention window in frames, the most "
+                   "a step can take exactly); longer pushes are split by the runtime.")
 def export(model, fmt, out, dtype, max_push_frames):
     """Export MODEL (a name or path `audiotok.load` accepts) for another runtime."""
     from .. import load
@@ -43,12 +63,15 @@ def export(model, fmt, out, dtype, max_push_frames):
             return
         if max_push_frames is not None:
             raise AudiotokError("--max-push-frames applies to --format onnx")
-        from ..export import export_gguf
+        from ..export import export_as
 
-        path = export_gguf(load(model, dtype="float32"), out, dtype or "f16")
+        codec = load(model, dtype="float32")
+        path = export_as(codec, fmt, out, dtype)
+        exporter = codec.family.exporters[fmt]
+        dtype = dtype or exporter.dtypes[0]
     except (AudiotokError, OSError) as e:
         fail(one_line(e))
         sys.exit(1)
     size = path.stat().st_size / 2**20
-    click.echo(f"{model} -> {path} (GGUF {dtype or 'f16'}, architecture fish-speech-codec, "
-               f"{size:.1f} MiB)")
+    what = exporter.describe.format(dtype=dtype) if exporter.describe else fmt
+    click.echo(f"{model} -> {path} ({what}, {size:.1f} MiB)")

@@ -9,6 +9,7 @@ import click
 
 from ..codes import Codes, load_codes
 from ..errors import AudiotokError
+from ..models.registry import FAMILIES
 from .common import DEFAULT_MODEL, device_option, fail, load_codec, one_line
 
 
@@ -16,13 +17,18 @@ from .common import DEFAULT_MODEL, device_option, fail, load_codec, one_line
 @click.argument("files", nargs=-1, type=click.Path(exists=True))
 @click.option("--model", "-m", default=None,
               help=f"Model to describe (default {DEFAULT_MODEL} when no files are given).")
+@click.option("--codecs", is_flag=True,
+              help="List the codec families audiotok knows (names, capabilities, licences).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @device_option
-def info(files, model, as_json, device):
-    """Facts about a model (sizes, rates, parameters, weight licence) or about codes files."""
+def info(files, model, codecs, as_json, device):
+    """Facts about a model (sizes, rates, parameters, weight licence), about codes files, or
+    (--codecs) about every codec family."""
     report: dict = {}
     failed = 0
-    if model or not files:
+    if codecs:
+        report.update({f"codec {f.name}": _family_facts(f) for f in FAMILIES.values()})
+    if model or not (files or codecs):
         report["model"] = load_codec(model or DEFAULT_MODEL, device, None).info()
     for f in files:
         try:
@@ -39,6 +45,15 @@ def info(files, model, as_json, device):
                 click.echo(f"  {k}: {v}")
     if failed:
         sys.exit(1)
+
+
+def _family_facts(family) -> dict:
+    cls = family.codec_class()
+    return {"title": family.title, "names": [p.name for p in family.presets],
+            "hub": [p.repo_id for p in family.presets], "causal": cls.causal,
+            "streaming": "exact" if cls.causal else "windowed (server)",
+            "exports": family.export_formats(), "llm_schemes": list(family.llm_schemes),
+            "weights_licence": family.licence}
 
 
 def _codes_facts(codes: Codes) -> dict:

@@ -10,10 +10,9 @@ import click
 import torch
 
 from ..errors import AudiotokError
+from ..hub import model_label
 from ..nn.precision import DTYPES
-from .common import device_option, fail, one_line, threads_option
-
-GENERIC_STEMS = {"codec", "model", "pytorch_model", "weights"}
+from .common import DEFAULT_MODEL, device_option, fail, one_line, threads_option
 
 
 def served_name(spec: str) -> tuple[str, str]:
@@ -25,19 +24,12 @@ def served_name(spec: str) -> tuple[str, str]:
             raise click.BadParameter(f"expected NAME=PATH, got {spec!r}", param_hint="--model")
         return name, str(Path(model).resolve()) if Path(model).exists() else model
     path = Path(spec)
-    if not path.exists():
-        return spec, spec  # a hub name
-    path = path.resolve()
-    if path.is_dir():
-        name = path.name
-        if name in ("hf", "original"):  # tests/data/xcodec2_tiny/hf -> xcodec2_tiny
-            name = path.parent.name
-        return name, str(path)
-    return (path.parent.name if path.stem in GENERIC_STEMS else path.stem), str(path)
+    return model_label(spec), str(path.resolve()) if path.exists() else spec
 
 
 @click.command()
-@click.option("--model", "-m", "models", multiple=True, default=["s2-pro"], show_default=True,
+@click.option("--model", "-m", "models", multiple=True, default=[DEFAULT_MODEL],
+              show_default=True,
               help="Model to serve: a hub name, a path, or NAME=PATH; repeat for several. "
                    "Requests choose a model by its name.")
 @click.option("--host", default="127.0.0.1", show_default=True,
@@ -68,8 +60,9 @@ def served_name(spec: str) -> tuple[str, str]:
               show_default=True, help="Close a WebSocket stream idle this long (seconds).")
 @click.option("--drain-timeout", type=click.FloatRange(min=0), default=30.0,
               show_default=True, help="On SIGTERM, time given to open work (seconds).")
-@click.option("--window", default="10,25,10", show_default=True,
-              help="Non-causal stream decoding (X-Codec2): left,chunk,lookahead frames.")
+@click.option("--window", default=None,
+              help="Non-causal codecs' stream decoding: left,chunk,lookahead frames (default: "
+                   "each codec's measured setting, e.g. 10,25,10).")
 @click.option("--ray", "on_ray", is_flag=True,
               help="Run on Ray Serve: one engine per replica behind Ray's proxy "
                    "(needs audiotok[ray]).")
@@ -102,8 +95,10 @@ def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
     from ..server.run import serve as run
 
     try:
-        left, chunk, look = (int(v) for v in window.split(","))
-        windows = WindowSettings(left, chunk, look)
+        windows = None
+        if window is not None:
+            left, chunk, look = (int(v) for v in window.split(","))
+            windows = WindowSettings(left, chunk, look)
     except ValueError as e:
         raise click.BadParameter(f"expected left,chunk,lookahead frames: {e}",
                                  param_hint="--window") from None

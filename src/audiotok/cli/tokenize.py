@@ -9,6 +9,7 @@ import click
 import torch
 
 from ..errors import AudiotokError
+from ..export.llm import scheme_help, scheme_names
 from ..fileio import atomic_output
 from ..nn.precision import DTYPES
 from .common import device_option, fail, model_option, one_line, threads_option
@@ -46,12 +47,12 @@ TOKENIZE_STOPPED = 101  # exit status: the run could not start or stopped
 @click.option("--ray-address", default=None,
               help="Ray cluster to join (e.g. ray://head:10001 or auto); default: start a "
                    "local instance.")
-@click.option("--llm", type=click.Choice(["fish-s2", "llasa", "generic"]), default=None,
-              help="Also write each item's language-model token ids (column llm_ids): fish-s2 "
-                   "(<|semantic:i|> ids), llasa (<|s_i|> ids framed by the speech start/end "
-                   "markers), generic (an id range per codebook, frame-major).")
+@click.option("--llm", type=click.Choice(scheme_names()), default=None,
+              help="Also write each item's language-model token ids (column llm_ids) in one "
+                   f"of these schemes: {scheme_help()}.")
 @click.option("--tokenizer", "tokenizer_path", type=click.Path(exists=True),
-              help="The language model's tokenizer.json (or its folder) for --llm fish-s2/llasa.")
+              help="The language model's tokenizer.json (or its folder) for every --llm "
+                   "scheme but generic.")
 @click.option("--llm-offset", type=click.IntRange(min=0), default=0, show_default=True,
               help="--llm generic: the first id.")
 @click.option("--llm-delay", is_flag=True,

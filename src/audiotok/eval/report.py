@@ -13,7 +13,7 @@ import numpy as np
 
 from ..audio import read_audio, write_audio_bytes
 from ..fileio import atomic_output
-from .results import slug
+from .results import example_path, save_example, slug
 
 FIGURES = "figures"
 EXAMPLE_SECONDS = 20.0  # audio and spectrograms of an example are cut to this
@@ -210,7 +210,6 @@ def _examples(root: Path, results, systems, items, count: int, figures: _Figures
     """Audio (saved by the run, or made now for examples added on a rerun) and spectrograms of
     the first `count` items every system measured."""
     from ..pipeline.batching import read_item
-    from .runner import _save_example, example_path
 
     ok = {(r["id"], r["system"]) for r in results if "error" not in r}
     out = []
@@ -227,10 +226,10 @@ def _examples(root: Path, results, systems, items, count: int, figures: _Figures
                 if d.error:
                     break
                 if system is None:
-                    _save_example(root, name, item.index, d.samples, d.source_rate)
+                    save_example(root, name, item.index, d.samples, d.source_rate)
                 else:
                     r = system.run(d.samples, d.source_rate)
-                    _save_example(root, name, item.index, r.audio, r.rate)
+                    save_example(root, name, item.index, r.audio, r.rate)
             audio, rate = read_audio(path)
             audio = audio[0, : int(EXAMPLE_SECONDS * rate)]
             wav = write_audio_bytes(np.clip(audio, -1, 1), rate, "WAV", "PCM_16")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..audio import write_audio
 from ..errors import AudiotokError
 from ..fileio import atomic_output
 from ..pipeline.shards import LockedFolder, load_header
@@ -137,3 +138,12 @@ def _check_same(root: Path, old: dict, new: dict) -> None:
 def _short(value) -> str:
     text = json.dumps(value, sort_keys=True)
     return text if len(text) <= 200 else text[:197] + "..."
+
+
+def example_path(root: Path, system: str, index: int) -> Path:
+    """Where an example's audio lives in a results folder."""
+    return root / AUDIO / slug(system) / f"{index:08d}.wav"
+
+
+def save_example(root: Path, system: str, index: int, audio: np.ndarray, rate: int) -> None:
+    write_audio(example_path(root, system, index), audio, rate, subtype="FLOAT")

@@ -7,21 +7,19 @@ import os
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
 from .._version import __version__
-from ..audio import write_audio
 from ..errors import AudiotokError
 from ..fileio import atomic_output
 from ..nn.precision import parse_dtype
 from ..pipeline.batching import ReadSettings, read_item
 from ..pipeline.sources import open_source
 from .metrics import MetricError, Resampled, measure, metric_names, visqol_lattice
-from .results import AUDIO, FORMAT, FORMAT_VERSION, ResultsDir, slug
+from .results import FORMAT, FORMAT_VERSION, ResultsDir, save_example
 from .summary import summarize
 from .systems import CodecSystem, System, make_system
 from .tokens import TokenCounts
@@ -72,7 +70,7 @@ def evaluate(source: str | os.PathLike, models, out: str | os.PathLike,
     """Encode and decode every item of `source` with every model, measure each reconstruction
     against the original and write DIR/results.jsonl, summary.json, report.md and report.html.
 
-    source: anything `tokenize` reads. models: specs (`s2-pro`, a path, `NAME=PATH`, `opus:6k`,
+    source: anything `tokenize` reads. models: specs (a model name, a path, `NAME=PATH`, `opus:6k`,
     `resample:16k`, `identity`) or System objects. settings: an EvalSettings, or its fields as
     keyword arguments. Rerunning continues where a run stopped. Returns the summary."""
     settings = settings or EvalSettings(**kwargs)
@@ -144,9 +142,7 @@ def _system_header(s: System) -> dict:
     entry = {"name": s.name, "spec": s.spec, "kind": s.kind, "facts": {
         k: v for k, v in s.facts.items() if k not in ("source", "licence")}}
     if isinstance(s, CodecSystem):
-        from ..pipeline.run import model_checksum
-
-        entry["model_sha256"] = model_checksum(s.codec)
+        entry["model_sha256"] = s.codec.weights_sha256()
     return entry
 
 
@@ -163,7 +159,7 @@ def _item(run: Run, item, read: ReadSettings, bar) -> None:
     ref = Resampled(audio, rate)
     example = item.index < run.settings.examples
     if example:
-        _save_example(out.root, "original", item.index, audio, rate)
+        save_example(out.root, "original", item.index, audio, rate)
     for s in todo:
         row = {**base, "system": s.name, "duration": len(audio) / rate, "source_rate": rate}
         try:
@@ -186,7 +182,7 @@ def _item(run: Run, item, read: ReadSettings, bar) -> None:
         if isinstance(s, CodecSystem):
             out.save_tokens(s.name, item.index, result.tokens)
         if example:
-            _save_example(out.root, s.name, item.index, result.audio, result.rate)
+            save_example(out.root, s.name, item.index, result.audio, result.rate)
         _record(run, row, bar)
 
 
@@ -198,14 +194,6 @@ def _record(run: Run, row: dict, bar) -> None:
         run.measured += 1
     bar.set_postfix_str(f"{run.failed} failed", refresh=False)
     bar.update(1)
-
-
-def example_path(root: Path, system: str, index: int) -> Path:
-    return root / AUDIO / slug(system) / f"{index:08d}.wav"
-
-
-def _save_example(root: Path, system: str, index: int, audio: np.ndarray, rate: int) -> None:
-    write_audio(example_path(root, system, index), audio, rate, subtype="FLOAT")
 
 
 def _token_counts(results: ResultsDir, systems: list[System]) -> dict[str, TokenCounts]:

@@ -152,20 +152,12 @@ def parse_spec(spec: str) -> tuple[str, str]:
 
 
 def model_name(spec: str) -> str:
-    """A short name for a model spec: a hub name or baseline as it is; a path by its file (or
-    its folder when the file says nothing: tests/data/s2_tiny/codec.pth -> s2_tiny)."""
-    from pathlib import Path
+    """A short name for a model spec: a baseline as it is, a model as hub.model_label names it."""
+    from ..hub import model_label
 
     if spec.startswith(("opus:", "resample:")) or spec == "identity":
         return spec
-    path = Path(spec)
-    if not path.exists():
-        return spec
-    path = path.resolve()
-    if path.is_dir():
-        return path.parent.name if path.name in ("hf", "original") else path.name
-    generic = {"codec", "model", "pytorch_model", "weights"}
-    return path.parent.name if path.stem in generic else path.stem
+    return model_label(spec)
 
 
 def make_system(spec: str, *, device=None, dtype=torch.float32,

@@ -1,17 +1,15 @@
 """Codec tokens <-> a language model's token ids.
 
-Schemes:
-- `FishS2Ids` (fish-speech S2): the semantic codebook as the `<|semantic:i|>` tokens of the text
-  tokenizer (first id read from the tokenizer), and the prompt matrix fish-speech feeds its model:
-  row 0 the text-vocabulary ids, rows 1..K the raw codes of every codebook.
-- `LlasaIds` (Llasa / X-Codec2): `<|s_i|>` tokens framed by `<|SPEECH_GENERATION_START|>` and
-  `<|SPEECH_GENERATION_END|>`, ids read from the tokenizer.
-- `GenericIds`: an id offset per codebook, frame- or codebook-major flattening, and optionally
-  MusicGen's delay pattern (codebook k shifted right by k frames, gaps filled) with its exact
-  inverse.
+Schemes: `GenericIds` here (an id offset per codebook, frame- or codebook-major flattening, and
+optionally MusicGen's delay pattern: codebook k shifted right by k frames, gaps filled, with its
+exact inverse), and those of the language models that use a codec, declared by its family
+(`Family.llm_schemes`, in models/<family>/llm.py), which read their ids from the model's
+tokenizer with `Vocab`. `scheme_for(name, ...)` finds any of them by name.
 
 Every scheme maps both ways, in id form (numpy integer arrays) and text form
-(`"<|s_12|><|s_7|>"`), and names any id outside its speech range.
+(`"<|s_12|><|s_7|>"`), and names any id outside its speech range. A scheme class has `name`,
+`for_codec(tokenizer, codebook_sizes)`, `describe()`, `sequence(tokens)` (the ids a training row
+holds), `to_ids`/`from_ids` and `to_text`/`from_text`.
 """
 
 from __future__ import annotations
@@ -89,14 +87,14 @@ class Vocab:
         return first
 
 
-def _ints(ids, what: str) -> np.ndarray:
+def ints(ids, what: str) -> np.ndarray:
     a = np.asarray(ids)
     if a.dtype.kind not in "iu":
         raise TokenIdError(f"{what}: expected integer ids, got {a.dtype}")
     return a.astype(np.int64)
 
 
-def _check_tokens(tokens, sizes: Sequence[int]) -> np.ndarray:
+def check_tokens(tokens, sizes: Sequence[int]) -> np.ndarray:
     t = np.asarray(tokens)
     if t.ndim != 2 or t.shape[0] != len(sizes) or t.dtype.kind not in "iu":
         raise TokenIdError(f"expected integer tokens [{len(sizes)}, T], got {t.dtype} "
@@ -111,7 +109,7 @@ def _check_tokens(tokens, sizes: Sequence[int]) -> np.ndarray:
     return t
 
 
-def _outside(ids: np.ndarray, lo: int, hi: int, what: str) -> None:
+def outside(ids: np.ndarray, lo: int, hi: int, what: str) -> None:
     bad = (ids < lo) | (ids >= hi)
     if bad.any():
         i = int(np.argmax(bad.reshape(-1)))
@@ -122,7 +120,7 @@ def _outside(ids: np.ndarray, lo: int, hi: int, what: str) -> None:
 _TOKEN = re.compile(r"<\|([^|>]*)\|>")
 
 
-def _parse_text(text: str, pattern: re.Pattern, what: str) -> list[str]:
+def parse_text(text: str, pattern: re.Pattern, what: str) -> list[str]:
     """The tokens of `text` in order; anything between them is an error."""
     out, pos = [], 0
     for m in _TOKEN.finditer(text):
@@ -139,140 +137,6 @@ def _parse_text(text: str, pattern: re.Pattern, what: str) -> list[str]:
     return out
 
 
-# -- fish-speech S2 ---------------------------------------------------------------------------
-
-S2_PRO_SIZES = (4096,) + (1024,) * 9
-
-
-class FishS2Ids:
-    """fish-speech S2: `<|semantic:i|>` ids for the semantic codebook; the prompt matrix."""
-
-    name = "fish-s2"
-    TEMPLATE = "<|semantic:{}|>"
-    PATTERN = re.compile(r"<\|semantic:(\d+)\|>")
-
-    def __init__(self, semantic_begin_id: int, codebook_sizes: Sequence[int] = S2_PRO_SIZES):
-        self.begin = int(semantic_begin_id)
-        self.sizes = tuple(int(s) for s in codebook_sizes)
-
-    @classmethod
-    def from_tokenizer(cls, path, codebook_sizes: Sequence[int] = S2_PRO_SIZES):
-        return cls(Vocab(path).run(cls.TEMPLATE, codebook_sizes[0]), codebook_sizes)
-
-    @property
-    def end(self) -> int:
-        return self.begin + self.sizes[0]
-
-    def describe(self) -> dict:
-        return {"scheme": self.name, "semantic_begin_id": self.begin}
-
-    def sequence(self, tokens) -> np.ndarray:
-        """The ids a training row holds: the semantic ids (row 0 of the prompt matrix; the
-        other rows are the codes themselves)."""
-        return self.semantic_ids(tokens)
-
-    def semantic_ids(self, tokens) -> np.ndarray:
-        """[T] text-vocabulary ids of the semantic codebook."""
-        return _check_tokens(tokens, self.sizes)[0] + self.begin
-
-    def to_ids(self, tokens) -> np.ndarray:
-        """The prompt matrix [K + 1, T]: row 0 `semantic_begin_id + code0`, rows 1..K the raw
-        codes of every codebook (the semantic codebook again, then the residuals)."""
-        t = _check_tokens(tokens, self.sizes)
-        return np.concatenate([t[:1] + self.begin, t])
-
-    def from_ids(self, ids) -> np.ndarray:
-        """Tokens [K, T] of a prompt matrix [K + 1, T]; or, from semantic ids [T] alone, the
-        semantic codebook [1, T]."""
-        a = _ints(ids, "ids")
-        if a.ndim == 1:
-            _outside(a, self.begin, self.end, "a <|semantic:i|> token")
-            return (a - self.begin)[None]
-        if a.ndim != 2 or a.shape[0] != len(self.sizes) + 1:
-            raise TokenIdError(f"expected a prompt matrix [{len(self.sizes) + 1}, T] or semantic "
-                               f"ids [T], got shape {a.shape}")
-        _outside(a[0], self.begin, self.end, "a <|semantic:i|> token")
-        tokens = _check_tokens(a[1:], self.sizes)
-        if not np.array_equal(a[0] - self.begin, tokens[0]):
-            f = int(np.argmax(a[0] - self.begin != tokens[0]))
-            raise TokenIdError(f"row 0 and row 1 disagree at frame {f}: semantic id "
-                               f"{int(a[0, f])} is code {int(a[0, f]) - self.begin}, row 1 says "
-                               f"{int(tokens[0, f])}")
-        return tokens
-
-    def to_text(self, tokens) -> str:
-        return "".join(self.TEMPLATE.format(int(c)) for c in _check_tokens(tokens, self.sizes)[0])
-
-    def from_text(self, text: str) -> np.ndarray:
-        """Semantic codes [1, T] of `<|semantic:i|>` text."""
-        codes = [int(self.PATTERN.fullmatch(t).group(1))
-                 for t in _parse_text(text, self.PATTERN, "a <|semantic:i|> token")]
-        a = np.asarray(codes, dtype=np.int64)
-        _outside(a, 0, self.sizes[0], "a semantic code")
-        return a[None]
-
-
-# -- Llasa / X-Codec2 -------------------------------------------------------------------------
-
-class LlasaIds:
-    """Llasa: `<|s_i|>` ids framed by the speech generation start and end markers."""
-
-    name = "llasa"
-    TEMPLATE = "<|s_{}|>"
-    PATTERN = re.compile(r"<\|s_(\d+)\|>")
-    START, END = "<|SPEECH_GENERATION_START|>", "<|SPEECH_GENERATION_END|>"
-
-    def __init__(self, s_begin_id: int, start_id: int, end_id: int, codebook_size: int = 65536):
-        self.begin, self.start, self.stop = int(s_begin_id), int(start_id), int(end_id)
-        self.size = int(codebook_size)
-
-    @classmethod
-    def from_tokenizer(cls, path, codebook_size: int = 65536):
-        v = Vocab(path)
-        return cls(v.run(cls.TEMPLATE, codebook_size), v.need(cls.START), v.need(cls.END),
-                   codebook_size)
-
-    def describe(self) -> dict:
-        return {"scheme": self.name, "s_begin_id": self.begin, "start_id": self.start,
-                "end_id": self.stop}
-
-    def sequence(self, tokens) -> np.ndarray:
-        """The ids a training row holds: start marker, speech ids, end marker."""
-        return self.to_ids(tokens)
-
-    def to_ids(self, tokens, markers: bool = True) -> np.ndarray:
-        """[T (+ 2)] ids: start marker, `<|s_code|>` per frame, end marker."""
-        ids = _check_tokens(tokens, (self.size,))[0] + self.begin
-        return np.concatenate([[self.start], ids, [self.stop]]) if markers else ids
-
-    def from_ids(self, ids) -> np.ndarray:
-        """Tokens [1, T] of ids, with or without the markers (a sequence cut before its end
-        marker is accepted)."""
-        a = _ints(ids, "ids")
-        if a.ndim != 1:
-            raise TokenIdError(f"expected ids [N], got shape {a.shape}")
-        if a.size and a[0] == self.start:
-            a = a[1:]
-        if a.size and a[-1] == self.stop:
-            a = a[:-1]
-        _outside(a, self.begin, self.begin + self.size, "an <|s_i|> token")
-        return (a - self.begin)[None]
-
-    def to_text(self, tokens, markers: bool = True) -> str:
-        body = "".join(self.TEMPLATE.format(int(c))
-                       for c in _check_tokens(tokens, (self.size,))[0])
-        return f"{self.START}{body}{self.END}" if markers else body
-
-    def from_text(self, text: str) -> np.ndarray:
-        text = text.strip()
-        text = text.removeprefix(self.START).removesuffix(self.END)
-        codes = [int(self.PATTERN.fullmatch(t).group(1))
-                 for t in _parse_text(text, self.PATTERN, "an <|s_i|> token")]
-        a = np.asarray(codes, dtype=np.int64)
-        _outside(a, 0, self.size, "a speech code")
-        return a[None]
-
-
 # -- generic ----------------------------------------------------------------------------------
 
 class GenericIds:
@@ -282,6 +146,7 @@ class GenericIds:
     T + K - 1 steps). Text form: `<|a_ID|>` with ID relative to `offset`."""
 
     name = "generic"
+    summary = "an id range per codebook from --llm-offset, frame-major"
     PATTERN = re.compile(r"<\|a_(\d+)\|>")
 
     def __init__(self, codebook_sizes: Sequence[int], offset: int = 0, order: str = "frame",
@@ -307,7 +172,7 @@ class GenericIds:
 
     def _matrix(self, tokens) -> np.ndarray:
         """[K, S] ids, delayed when asked."""
-        t = _check_tokens(tokens, self.sizes) + self.offsets[:, None]
+        t = check_tokens(tokens, self.sizes) + self.offsets[:, None]
         if not self.delay:
             return t
         k, n = t.shape
@@ -321,7 +186,7 @@ class GenericIds:
         return (m.T if self.order == "frame" else m).reshape(-1)
 
     def from_ids(self, ids) -> np.ndarray:
-        a = _ints(ids, "ids")
+        a = ints(ids, "ids")
         k = len(self.sizes)
         if a.ndim != 1 or a.size % k:
             raise TokenIdError(f"expected ids [N] with N a multiple of {k} codebooks, got shape "
@@ -355,27 +220,40 @@ class GenericIds:
 
     def from_text(self, text: str) -> np.ndarray:
         ids = [int(self.PATTERN.fullmatch(t).group(1)) + self.offset
-               for t in _parse_text(text, self.PATTERN, "an <|a_i|> token")]
+               for t in parse_text(text, self.PATTERN, "an <|a_i|> token")]
         return self.from_ids(np.asarray(ids, dtype=np.int64))
 
 
-SCHEMES = ("fish-s2", "llasa", "generic")
+def scheme_names() -> list[str]:
+    """Every scheme's name: the families' and "generic"."""
+    from ..models.registry import llm_schemes
+
+    return [*llm_schemes(), GenericIds.name]
+
+
+def scheme_help() -> str:
+    """One line per scheme: "name (summary)", for the command line."""
+    from ..models.registry import llm_schemes
+
+    lines = [f"{name} ({family.resolve(ref).summary})"
+             for name, (family, ref) in llm_schemes().items()]
+    return "; ".join([*lines, f"{GenericIds.name} ({GenericIds.summary})"])
 
 
 def scheme_for(name: str, codebook_sizes: Sequence[int], tokenizer=None, **generic):
-    """A scheme by name for a codec's codebooks: fish-s2 and llasa read their ids from
+    """A scheme by name for a codec's codebooks: a family's scheme reads its ids from
     `tokenizer`; generic takes offset/order/delay/pad_id."""
-    if name == "fish-s2":
-        if tokenizer is None:
-            raise TokenIdError("the fish-s2 scheme reads <|semantic:i|> ids from a tokenizer")
-        return FishS2Ids.from_tokenizer(tokenizer, codebook_sizes)
-    if name == "llasa":
-        if tokenizer is None:
-            raise TokenIdError("the llasa scheme reads <|s_i|> ids from a tokenizer")
-        if len(codebook_sizes) != 1:
-            raise TokenIdError(f"the llasa scheme is for one codebook (X-Codec2), not "
-                               f"{len(codebook_sizes)}")
-        return LlasaIds.from_tokenizer(tokenizer, codebook_sizes[0])
-    if name == "generic":
+    from ..models.registry import llm_schemes
+
+    if name == GenericIds.name:
         return GenericIds(codebook_sizes, **generic)
-    raise TokenIdError(f"unknown scheme {name!r}; expected one of {', '.join(SCHEMES)}")
+    schemes = llm_schemes()
+    if name not in schemes:
+        raise TokenIdError(f"unknown scheme {name!r}; expected one of "
+                           f"{', '.join(scheme_names())}")
+    family, ref = schemes[name]
+    scheme = family.resolve(ref)
+    if tokenizer is None:
+        raise TokenIdError(f"the {name} scheme ({scheme.summary}) reads its ids from the "
+                           "language model's tokenizer (tokenizer=, --tokenizer)")
+    return scheme.for_codec(tokenizer, codebook_sizes)

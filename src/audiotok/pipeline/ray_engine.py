@@ -104,11 +104,10 @@ class Encoder:
     def __init__(self, model: str, device: str, dtype: torch.dtype, threads: int, checksum: str,
                  batch_seconds: float, token_type: str):
         from ..models import load
-        from .run import model_checksum
 
         torch.set_num_threads(threads)
         self.codec = load(model, device=device, dtype=dtype)
-        if model_checksum(self.codec) != checksum:
+        if self.codec.weights_sha256() != checksum:
             raise AudiotokError(f"{model}: the weights on this node differ from the driver's")
         self.batch_seconds = batch_seconds
         self.token_type = token_type

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import time
@@ -99,20 +98,10 @@ class Job:
         return [(i, shard) for i, shard in self.shards() if not self.out.done(i)]
 
 
-def model_checksum(codec: Codec) -> str:
-    """sha256 of the loaded weights (names, dtypes, shapes, bytes), whatever file they came from."""
-    h = hashlib.sha256()
-    for name, t in sorted(codec.model.state_dict().items()):
-        t = t.detach().cpu().contiguous()
-        h.update(f"{name}\0{t.dtype}\0{tuple(t.shape)}\0".encode())
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    return h.hexdigest()
-
-
 def default_batch_seconds(device: torch.device) -> float:
     """60 s of audio per batch on a GPU; one item per batch (0) on the CPU, where batching gains
-    nothing and padded items cost compute (X-Codec2 also masks): 1.3x (S2) and 1.7x (X-Codec2)
-    faster end to end there (README, Tokenizing corpora)."""
+    nothing and padded items cost compute (non-causal codecs also mask them): 1.3-1.7x faster
+    end to end there (docs: corpora)."""
     return 0.0 if device.type == "cpu" else 60.0
 
 
@@ -130,7 +119,7 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
     `audiotok.load`, or a loaded Codec (local engine). batch_seconds: audio per encode batch,
     0 for one item per batch; default: the earlier run's when continuing one, else 60 on a GPU
     and 0 on the CPU. Bad items are listed in errors.jsonl. llm: a token-id scheme from
-    audiotok.export.llm (e.g. scheme_for("llasa", codec.codebook_sizes, "tokenizer.json")):
+    audiotok.export.llm (e.g. scheme_for(name, codec.codebook_sizes, "tokenizer.json")):
     each row also gets the language model's ids in an `llm_ids` column.
     """
     if engine not in ENGINES:
@@ -198,7 +187,7 @@ def _header(codec: Codec, spec: str, src: Source, settings: dict) -> dict:
     """What the manifest and every shard record about the run (see shards.BINDING)."""
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "audiotok_version": __version__,
             "codec": codec.name, "model": codec.title, "model_source": spec,
-            "model_sha256": model_checksum(codec), "sample_rate": codec.sample_rate,
+            "model_sha256": codec.weights_sha256(), "sample_rate": codec.sample_rate,
             "frame_rate": codec.frame_rate, "num_codebooks": codec.num_codebooks,
             "codebook_sizes": list(codec.codebook_sizes),
             "token_type": token_type(codec.codebook_sizes), "settings": settings,

@@ -4,7 +4,7 @@ Routes (README, Serving, has the protocol with examples):
     GET  /healthz, /readyz, /metrics, /v1/models
     POST /v1/encode   audio file or raw PCM in -> tokens (JSON, .npy or .codes)
     POST /v1/decode   tokens (JSON, .npy or .codes) in -> WAV, FLAC, OGG, raw PCM or npz
-                      (S2: optionally streamed as it is decoded)
+                      (causal codecs: optionally streamed as decoded)
     WS   /v1/stream/decode, /v1/stream/encode
 Every bad request gets a 4xx with {"error": message}; the engine and other clients go on.
 """
@@ -205,7 +205,7 @@ def create_app(engine: Engine, settings: ServerSettings | None = None):
         if stream:
             if not codec.causal:
                 raise HTTPError(400, f"model {name!r} ({codec.title}) is not causal: streamed "
-                                     "decoding needs a causal codec (S2); use the WebSocket "
+                                     "decoding needs a causal codec; use the WebSocket "
                                      "stream for windowed decoding")
             if fmt not in ("wav", "pcm"):
                 raise HTTPError(400, "a streamed decode answers format=wav or format=pcm")

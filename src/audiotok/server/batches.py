@@ -25,10 +25,10 @@ from .streams import DecodeStream, EncodeStream
 
 @dataclass(frozen=True)
 class WindowSettings:
-    """Windowed re-decoding of a non-causal codec's stream (X-Codec2): each step decodes
-    `left` frames already output (context), `chunk` new frames (output) and `lookahead`
-    frames after them (context), and outputs the chunk. Output length is exact: every frame's
-    samples are output once. Defaults: README, Serving (measured on X-Codec2)."""
+    """Windowed re-decoding of a non-causal codec's stream: each step decodes `left` frames
+    already output (context), `chunk` new frames (output) and `lookahead` frames after them
+    (context), and outputs the chunk. Output length is exact: every frame's samples are output
+    once. Each codec has its measured default (Codec.stream_window; docs, its page)."""
 
     left: int = 10
     chunk: int = 25
@@ -93,7 +93,7 @@ class _Slotted:
 
 
 class CausalDecode(_Slotted):
-    """S2 decode streams in batch slots: every frame decoded once, exactly."""
+    """A causal codec's decode streams in batch slots: every frame decoded once, exactly."""
 
     kind = "decode"
 
@@ -123,7 +123,8 @@ class CausalDecode(_Slotted):
 
 
 class CausalEncode(_Slotted):
-    """S2 encode streams in batch slots: tokens as each frame's samples are complete."""
+    """A causal codec's encode streams in batch slots: tokens as each frame's samples are
+    complete."""
 
     kind = "encode"
 

@@ -1,9 +1,9 @@
 """A small client for the server's WebSocket streams (websockets' sync client; `audiotok[serve]`).
 
     from audiotok.server.client import stream_decode
-    audio, summary, chunks = stream_decode("ws://127.0.0.1:8000", tokens, model="s2-pro")
+    audio, summary, chunks = stream_decode("ws://127.0.0.1:8000", tokens, model="tts")
 
-    with DecodeStreamClient("ws://127.0.0.1:8000", model="s2-pro") as s:
+    with DecodeStreamClient("ws://127.0.0.1:8000", model="tts") as s:
         s.send(tokens[:, :4])            # [K, t] integers, as the LLM emits them
         pcm = s.recv()                   # float32 samples, as decoded
         s.end()                          # then recv() until None; s.summary holds the totals

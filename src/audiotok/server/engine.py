@@ -1,11 +1,11 @@
 """The serving engine: loaded codecs, one worker thread that runs every model call, many
 concurrent streams batched step by step, and offline requests batched in short windows.
 
-    engine = Engine({"s2": audiotok.load("s2-pro")}, EngineSettings(max_streams=64))
-    with engine.open_decode_stream("s2") as s:       # streams.py: push, read, finish
+    engine = Engine({"tts": audiotok.load(name)}, EngineSettings(max_streams=64))
+    with engine.open_decode_stream("tts") as s:      # streams.py: push, read, finish
         s.push(tokens); pcm = s.read()
-    tokens = engine.encode("s2", audio).result()     # offline: concurrent.futures.Future
-    tokens = await engine.aencode("s2", audio)       # the same from asyncio
+    tokens = engine.encode("tts", audio).result()    # offline: concurrent.futures.Future
+    tokens = await engine.aencode("tts", audio)      # the same from asyncio
     engine.close()                                    # drain, then stop the worker
 
 Each step runs, for every model and stream kind, one batch of the streams that have work: new
@@ -65,7 +65,8 @@ class EngineSettings:
     max_offline_batch: int = 16  # offline requests per batch
     max_offline_batch_seconds: float = 120.0  # audio per offline batch
     max_request_seconds: float = 600.0  # one offline request's audio
-    window: WindowSettings = field(default_factory=WindowSettings)  # non-causal streams
+    # non-causal codecs' stream windows; None: each codec's own (Codec.stream_window)
+    window: WindowSettings | None = None
 
     def __post_init__(self):
         for name in ("max_streams", "max_batch", "max_step_frames", "max_queued_requests",
@@ -148,7 +149,8 @@ class Served:
                 for runner in self.runners.values():
                     runner.use_graphs()
         else:
-            self.runners = {"decode": WindowedDecode(codec, settings.window)}
+            window = settings.window or WindowSettings(*codec.stream_window)
+            self.runners = {"decode": WindowedDecode(codec, window)}
 
 
 class Engine:

@@ -35,7 +35,8 @@ class Replica:
             device = "cuda"  # Ray gives each replica its own GPU, visible as device 0
         codecs = {name: load(model, device=device, dtype=getattr(torch, dtype),
                              cuda_graphs=cuda_graphs) for name, model in named}
-        window = WindowSettings(**engine_settings.pop("window"))
+        window = engine_settings.pop("window")
+        window = None if window is None else WindowSettings(**window)
         self.engine = Engine(codecs, EngineSettings(**engine_settings, window=window))
         if warmup:
             self.engine.warmup()

@@ -1,6 +1,6 @@
 """The streams an Engine serves, as their users see them: push input, read output.
 
-    with engine.open_decode_stream("s2") as s:    # a slot is leased for the stream
+    with engine.open_decode_stream("tts") as s:   # a slot is leased for the stream
         s.push(tokens)                             # integer [K, t], any t >= 1, as they come
         pcm = s.read()                             # float32 [samples], in order, as decoded
         ready = s.available()                      # what is there now, without waiting
@@ -249,9 +249,8 @@ def check_audio_chunk(audio) -> np.ndarray:
 
 
 class DecodeStream(Stream):
-    """Tokens in, audio out. A causal codec (S2) decodes each frame exactly once, in a batch
-    slot; output equals offline decode. A non-causal one (X-Codec2) re-decodes windows (see
-    WindowSettings)."""
+    """Tokens in, audio out. A causal codec decodes each frame exactly once, in a batch slot;
+    output equals offline decode. A non-causal one re-decodes windows (see WindowSettings)."""
 
     kind = "decode"
 
@@ -288,7 +287,7 @@ class DecodeStream(Stream):
 class EncodeStream(Stream):
     """Audio (mono, at the codec's rate) in, tokens out as each frame's samples are complete;
     `finish()` encodes the last partial frame zero-padded, as offline encode pads it. Causal
-    codecs only (S2); tokens equal offline encode."""
+    codecs only; tokens equal offline encode."""
 
     kind = "encode"
     unit = "sample"

@@ -1,6 +1,6 @@
-"""The WebSocket stream protocol (README, Serving):
+"""The WebSocket stream protocol (docs: serving):
 
-    client: {"type": "start", "model": "s2", "sample_format": "s16le", "clamp": false}
+    client: {"type": "start", "model": "tts", "sample_format": "s16le", "clamp": false}
     server: {"type": "ready", "stream": 7, "sample_rate": 44100, "num_codebooks": 10, ...}
     client: token frames: binary (int32 LE, frame-major) or {"type": "tokens", "tokens": [K][t]}
     server: binary PCM as each push is decoded

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import torch
@@ -10,21 +9,18 @@ import torch
 from ...checkpoint import load_into
 from ...codec import Codec
 from ...nn.streaming import stream_copy, streaming
+from . import FAMILY
 from .config import S2Config
 from .model import S2Model
-from .weights import CODEC_NAME, checkpoint_file, load_checkpoint
-
-LICENCE = ("Fish Audio Research License (non-commercial use only; "
-           "https://huggingface.co/fishaudio/s2-pro/blob/main/LICENSE.md)")
+from .weights import checkpoint_file, load_checkpoint
 
 
 class S2Codec(Codec):
     """Fish Audio's S2 Pro codec: 44.1 kHz mono <-> 1 semantic + N residual codebooks, causal."""
 
-    name = CODEC_NAME
-    title = "Fish Audio S2 codec"
-    licence = LICENCE
+    family = FAMILY
     causal = True
+    frame_rule = "ceil"  # right-padded with zeros to a whole frame, as fish-speech does
     # Long inputs run through the streaming path in pieces of this many frames (exact, since the
     # codec is causal): bounded memory, and faster than one huge pass on CPU. None: one pass,
     # as with CUDA graphs.
@@ -48,9 +44,6 @@ class S2Codec(Codec):
             model = S2Model(config)
         load_into(model, state_dict, str(path))
         return cls(model, source=str(path), **kw)
-
-    def num_frames(self, num_samples: int) -> int:
-        return math.ceil(num_samples / self.samples_per_frame)
 
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
         chunk = self.encode_chunk_frames

@@ -17,9 +17,9 @@ import torch
 
 from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch
 from ...errors import CheckpointError, ConfigError
+from . import FAMILY
 from .config import S2_PRO, RVQTransformerConfig, S2Config
 
-CODEC_NAME = "s2"
 _STALE_BUFFERS = ("freqs_cis", "causal_mask")
 
 
@@ -61,7 +61,7 @@ def sibling_config(path: Path) -> S2Config | None:
     d = read_json(p)
     if d is None or "encoder_rates" not in d:
         return None
-    if d.get("codec", CODEC_NAME) != CODEC_NAME:
+    if d.get("codec", FAMILY.name) != FAMILY.name:
         raise ConfigError(f"{p}: config of codec {d.get('codec')!r}, not of the S2 codec")
     return S2Config.from_dict(d)
 

@@ -10,26 +10,25 @@ from ...audio import AudioItem
 from ...checkpoint import load_into
 from ...chunking import context_windows
 from ...codec import Codec
+from . import FAMILY
 from .config import XCodec2Config
 from .model import XCodec2Model
-from .weights import CODEC_NAME, checkpoint_file, load_checkpoint
-
-LICENCE = ("CC-BY-NC-4.0 licence (non-commercial use only; "
-           "https://huggingface.co/HKUSTAudio/xcodec2)")
+from .weights import checkpoint_file, load_checkpoint
 
 
 class XCodec2Codec(Codec):
     """X-Codec2: 16 kHz speech <-> one FSQ token (65 536 codes) per 320 samples."""
 
-    name = CODEC_NAME
-    title = "X-Codec2"
-    licence = LICENCE
+    family = FAMILY
+    # Always padded with 1..320 zeros, as trained: frames = N // 320 + 1.
+    frame_rule = "plus_one"
     # Items longer than window_frames are processed in windows of that many frames, each with
     # context_frames more on both sides whose output is discarded (the model attends to the whole
-    # input, so this is an approximation; see the README for its measured effect). Memory then
-    # stays bounded. None: always whole.
+    # input, so this is an approximation; see the docs' X-Codec2 page for its measured effect).
+    # Memory then stays bounded. None: always whole.
     window_frames: int | None = 1500
     context_frames: int = 150
+    stream_window = (10, 25, 10)  # left, chunk, lookahead: measured, docs' serving page
 
     def __init__(self, model: XCodec2Model, **kw):
         super().__init__(model, model.config, **kw)
@@ -48,10 +47,6 @@ class XCodec2Codec(Codec):
             model = XCodec2Model(config)
         load_into(model, state_dict, str(path))
         return cls(model, source=str(path), **kw)
-
-    def num_frames(self, num_samples: int) -> int:
-        """Frames = N // 320 + 1: the audio is always padded with 1..320 zeros, as trained."""
-        return num_samples // self.samples_per_frame + 1
 
     def _is_long(self, frames: int) -> bool:
         return self.window_frames is not None and frames > self.window_frames

@@ -20,9 +20,9 @@ from safetensors import safe_open
 
 from ...checkpoint import fold_weight_norm, read_json
 from ...errors import CheckpointError, ConfigError
+from . import FAMILY, layout_of
 from .config import XCODEC2, SemanticConfig, XCodec2Config
 
-CODEC_NAME = "xcodec2"
 SEMANTIC_LAYERS_USED = 16  # the original takes hidden_states[16]
 
 _ORIGINAL_RENAMES = [
@@ -68,16 +68,6 @@ def checkpoint_file(path: Path) -> Path:
             return path / "model.safetensors"
         raise CheckpointError(f"{path}: no model.safetensors in this directory")
     return path
-
-
-def layout_of(keys) -> str | None:
-    """'hf', 'original' or None (not X-Codec2) from tensor names."""
-    keys = list(keys)
-    if any(k.startswith("acoustic_encoder.") for k in keys):
-        return "hf"
-    if any(k.startswith("CodecEnc.") for k in keys):
-        return "original"
-    return None
 
 
 def load_checkpoint(path: Path, config: XCodec2Config | None = None
@@ -127,7 +117,7 @@ def sibling_config(path: Path, layout: str) -> XCodec2Config | None:
     d = read_json(p)
     if d is None:
         return None
-    if d.get("codec", CODEC_NAME) != CODEC_NAME:
+    if d.get("codec", FAMILY.name) != FAMILY.name:
         raise ConfigError(f"{p}: config of codec {d.get('codec')!r}, not of X-Codec2")
     if layout == "hf" or d.get("model_type") == "xcodec2" and "semantic_model_config" in d:
         return XCodec2Config.from_dict(d)

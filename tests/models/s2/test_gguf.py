@@ -11,7 +11,7 @@ import torch
 
 import audiotok
 from audiotok.errors import AudiotokError
-from audiotok.export import export_gguf
+from audiotok.models.s2.gguf import export_gguf
 from tests.conftest import S2_TINY, XCODEC2_TINY
 
 GOLDEN = S2_TINY / "codec_standalone_f32.gguf"
@@ -96,4 +96,6 @@ def test_cli(tmp_path):
     p = subprocess.run([sys.executable, "-m", "audiotok", "export", str(XCODEC2_TINY / "hf"),
                         "--format", "gguf", "-o", str(tmp_path / "x.gguf")],
                        capture_output=True, text=True)
-    assert p.returncode == 1 and "GGUF export is for the S2 codec" in p.stderr
+    assert p.returncode == 1
+    assert "X-Codec2 has no gguf export (its formats: onnx); gguf export is for Fish Audio S2 " \
+        "codec" in p.stderr

@@ -1,0 +1,110 @@
+"""The codec contract: what a codec family declares so that everything else works from it.
+
+A family is one folder, `models/<family>/`, whose `__init__.py` defines `FAMILY = Family(...)`
+and imports nothing heavy (this module and the registry import no torch). The folder holds the
+rest: `config.py`, `model.py`, `weights.py` (any checkpoint layout -> the canonical state dict),
+`codec.py` (a `Codec` subclass: facts, frame rule, encode/decode, capabilities) and, where the
+family has them, `onnx.py` (its graphs), `llm.py` (its language models' token ids) and exporters
+of other formats. `models/registry.py` lists the folders. The docs' "Adding a codec" page walks
+through it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A model name users type (`audiotok.load("s2-pro")`), fetched from the Hugging Face Hub."""
+
+    name: str
+    repo_id: str
+    files: tuple[str, ...]  # the first one is what gets loaded; the others must sit beside it
+    family: str = ""  # filled in by the registry
+
+
+@dataclass(frozen=True)
+class Exporter:
+    """A file format a family writes beyond ONNX (`audiotok export --format NAME`)."""
+
+    function: str  # "module:function" in the family's package: fn(codec, out, dtype) -> Path
+    help: str  # one line for the command line
+    dtypes: tuple[str, ...] = ("f32",)  # accepted --dtype values; the first is the default
+    describe: str = ""  # what the command line prints after the path, e.g. "GGUF {dtype}"
+
+
+@dataclass(frozen=True)
+class Family:
+    """What a codec family declares (see the module docstring).
+
+    name: the codec id that Codes files, exports, token files and servers record; never
+    changes. title, licence: shown on load (the weights' licence, never ours). codec:
+    "module:Class" of its Codec subclass in the family's package, imported on first load.
+    presets: names fetched from the hub. detect(checkpoint): whether a local file or folder
+    holds this family's weights (called only when no config.json names the codec). onnx:
+    "module:function" that writes its ONNX graphs (see export/onnx.py), None: no ONNX export.
+    exporters: further formats. llm_schemes: scheme name -> "module:Class" of a token-id scheme
+    (see export/llm.py) for the language models that use this codec."""
+
+    name: str
+    title: str
+    licence: str
+    codec: str
+    package: str  # the family's package (its __name__)
+    presets: tuple[Preset, ...] = ()
+    detect: Callable[[Checkpoint], bool] = field(default=lambda checkpoint: False)
+    onnx: str | None = None
+    exporters: Mapping[str, Exporter] = field(default_factory=dict)
+    llm_schemes: Mapping[str, str] = field(default_factory=dict)
+
+    def resolve(self, ref: str):
+        """The object a "module:attr" reference (relative to the family's package) names."""
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module, self.package), attr)
+
+    def codec_class(self):
+        return self.resolve(self.codec)
+
+    def export_formats(self) -> list[str]:
+        return [*(["onnx"] if self.onnx else []), *self.exporters]
+
+
+class Checkpoint:
+    """What detection looks at: a local file or folder, the config.json beside it (or in it),
+    and, read on demand, the tensor names of a safetensors file."""
+
+    def __init__(self, path: Path):
+        from ..checkpoint import read_json
+
+        self.path = Path(path)
+        self.weights = self.path / "model.safetensors" if self.path.is_dir() else self.path
+        self.config: dict = read_json(self.weights.with_name("config.json")) or {}
+
+    @property
+    def suffix(self) -> str:
+        return self.weights.suffix.lower()
+
+    def has(self, *names: str) -> bool:
+        """Whether the folder (or the file's folder) holds one of `names` (globs allowed)."""
+        folder = self.path if self.path.is_dir() else self.path.parent
+        return any(any(folder.glob(n)) for n in names)
+
+    @cached_property
+    def tensor_names(self) -> list[str]:
+        """Tensor names of a safetensors weights file (its header only); [] for other files."""
+        if self.suffix != ".safetensors" or not self.weights.is_file():
+            return []
+        from safetensors import safe_open
+
+        from ..errors import CheckpointError
+
+        try:
+            with safe_open(str(self.weights), "np") as f:
+                return list(f.keys())
+        except Exception as e:  # noqa: BLE001 - SafetensorError is not exported everywhere
+            raise CheckpointError(f"{self.weights}: cannot read safetensors file ({e})") from None

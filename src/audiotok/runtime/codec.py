@@ -1,0 +1,228 @@
+"""OnnxCodec: an audiotok ONNX export folder run with onnxruntime and numpy (see runtime/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .._version import __version__
+from ..audio import to_items
+from ..chunking import context_windows, frames_for
+from ..codes import Codes, as_numpy
+from ..errors import AudiotokError, CheckpointError, CodesError
+from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
+
+MANIFEST = "audiotok_onnx.json"
+_ANNOUNCED: set[str] = set()
+
+
+class OnnxCodec:
+    """A codec exported to ONNX, run by onnxruntime (CPU unless `providers` say otherwise)."""
+
+    def __init__(self, folder: str | os.PathLike, *, threads: int | None = None,
+                 providers: list[str] | None = None):
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise CheckpointError("running an ONNX export needs onnxruntime "
+                                  "(pip install 'audiotok[onnx]')") from None
+        self.folder = Path(folder)
+        try:
+            facts = json.loads((self.folder / MANIFEST).read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise CheckpointError(f"{self.folder}: unreadable {MANIFEST} ({e})") from None
+        if facts.get("format") != "audiotok-onnx":
+            raise CheckpointError(f"{self.folder}: not an audiotok ONNX export")
+        self.facts = facts
+        self.name, self.title, self.licence = facts["codec"], facts["model"], facts["licence"]
+        self.causal = bool(facts["causal"])
+        self.sample_rate = int(facts["sample_rate"])
+        self.samples_per_frame = int(facts["samples_per_frame"])
+        self.num_codebooks = int(facts["num_codebooks"])
+        self.codebook_sizes = tuple(int(s) for s in facts["codebook_sizes"])
+        self.max_push_frames = int(facts.get("max_push_frames", 0))
+        # format 1 manifests (audiotok 0.1) did not say these; their graphs tell
+        old_features = "features" in facts["graphs"]
+        self.frame_rule = facts.get("frame_rule", "plus_one" if old_features else "ceil")
+        self.encode_graphs = facts.get("encode_graphs",
+                                       ["features", "encoder"] if old_features else ["encoder"])
+        self.frame_axes = facts.get("frame_axes", {"features": 1} if old_features else {})
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+        providers = providers or ["CPUExecutionProvider"]
+        self.sessions = {}
+        for name, file in facts["graphs"].items():
+            path = self.folder / file
+            if not path.is_file():
+                raise CheckpointError(f"{path}: missing (the export folder is incomplete)")
+            self.sessions[name] = ort.InferenceSession(str(path), options, providers=providers)
+        if self.name not in _ANNOUNCED:  # as audiotok.load does for the torch codecs
+            _ANNOUNCED.add(self.name)
+            print(f"audiotok: {self.title} weights are under the {self.licence}.",
+                  file=sys.stderr)
+
+    @property
+    def frame_rate(self) -> float:
+        return self.sample_rate / self.samples_per_frame
+
+    def num_frames(self, num_samples: int) -> int:
+        return frames_for(self.frame_rule, num_samples, self.samples_per_frame)
+
+    def info(self) -> dict:
+        return {"codec": self.name, "model": self.title, "runtime": "onnxruntime",
+                "sample_rate": self.sample_rate, "samples_per_frame": self.samples_per_frame,
+                "frame_rate": self.frame_rate, "num_codebooks": self.num_codebooks,
+                "codebook_sizes": list(self.codebook_sizes), "licence": self.licence,
+                "folder": str(self.folder)}
+
+    # -- encode --------------------------------------------------------------------------------
+    def encode(self, x, sample_rate: int | None = None) -> Codes:
+        """Tokens of one item or a batch: the inputs `Codec.encode` takes (paths, bytes, numpy
+        arrays, lists of items of any lengths and channel counts), resampled and downmixed."""
+        items = to_items(x, sample_rate, self.sample_rate, arrays=True)
+        frames = [self.num_frames(it.samples.size) for it in items]
+        tokens = np.zeros((len(items), self.num_codebooks, max(frames)), np.int64)
+        for group in self._groups(frames):
+            audio = self._padded([items[i].samples for i in group], frames[group[0]])
+            if self._is_long(frames[group[0]]):
+                out = self._encode_windowed(audio)
+            else:
+                out = self._encode_batch(audio)
+            for j, i in enumerate(group):
+                tokens[i, :, : frames[i]] = out[j, :, : frames[i]]
+        return Codes(tokens, np.asarray(frames, np.int64), self.name, self.sample_rate,
+                     self.samples_per_frame,
+                     np.asarray([it.samples.size for it in items], np.int64),
+                     {"codec_version": __version__, "model": self.title, "runtime": "onnxruntime",
+                      "source_sample_rate": [it.source_rate for it in items],
+                      "source_num_samples": [it.source_samples for it in items]})
+
+    def _groups(self, frames: list[int]) -> list[list[int]]:
+        """Items run as one batch: all of them for a causal codec (padding never reaches an
+        item's frames), else those of equal length (a long one alone: it is windowed)."""
+        if self.causal:
+            return [list(range(len(frames)))]
+        groups: dict[int, list[int]] = {}
+        for i, n in enumerate(frames):
+            groups.setdefault(-1 - i if self._is_long(n) else n, []).append(i)
+        return list(groups.values())
+
+    def _is_long(self, frames: int) -> bool:
+        window = self.facts.get("window_frames")
+        return window is not None and frames > window
+
+    def _windows(self, frames: int):
+        return context_windows(frames, self.facts["window_frames"], self.facts["context_frames"])
+
+    def _padded(self, samples: list[np.ndarray], frames: int) -> np.ndarray:
+        """Zero-padded audio [B, 1, frames * samples_per_frame] (at least each item's frames)."""
+        length = max(frames, *(self.num_frames(x.size) for x in samples)) * self.samples_per_frame
+        audio = np.zeros((len(samples), 1, length), np.float32)
+        for i, x in enumerate(samples):
+            audio[i, 0, : x.size] = x
+        return audio
+
+    def _run_graphs(self, graphs: list[str], arrays: dict[str, np.ndarray]) -> dict:
+        """Run `graphs` in order, each fed by input name from `arrays`, which gains its outputs."""
+        for graph in graphs:
+            session = self.sessions[graph]
+            feed = {i.name: arrays[i.name] for i in session.get_inputs()}
+            outputs = session.run(None, feed)
+            arrays = {**arrays, **{o.name: y for o, y in zip(session.get_outputs(), outputs,
+                                                                strict=True)}}
+        return arrays
+
+    def _encode_batch(self, audio: np.ndarray) -> np.ndarray:
+        """The manifest's encode graphs in order (e.g. a features graph, then the encoder)."""
+        return self._run_graphs(self.encode_graphs, {"audio": audio})["codes"]
+
+    def _encode_windowed(self, audio: np.ndarray) -> np.ndarray:
+        """One long item in windows, as the torch codec does: the graphs before the encoder run
+        on the whole signal, and each window takes its frames of their outputs."""
+        hop = self.samples_per_frame
+        whole = self._run_graphs(self.encode_graphs[:-1], {"audio": audio})
+        pieces = []
+        for a, b, keep in self._windows(audio.shape[-1] // hop):
+            window = {name: np.take(x, range(a, b), axis=self.frame_axes[name])
+                      for name, x in whole.items() if name != "audio"}
+            window["audio"] = audio[..., a * hop: b * hop]
+            codes = self._run_graphs(self.encode_graphs[-1:], window)["codes"]
+            pieces.append(codes[..., keep])
+        return np.concatenate(pieces, -1)
+
+    # -- decode --------------------------------------------------------------------------------
+    def decode(self, codes, *, clamp: bool = False) -> np.ndarray:
+        """Audio float32 [B, 1, N] for Codes (numpy or torch arrays) or integer tokens
+        [B, K, T] / [K, T]; each item trimmed to its length and zero beyond it, as
+        Codec.decode."""
+        tokens, lengths, num_samples = self.check_codes(codes, clamp)
+        spf = self.samples_per_frame
+        run = self.sessions["decoder"].run
+        audio = np.zeros((tokens.shape[0], 1, tokens.shape[-1] * spf), np.float32)
+        for group in self._groups(lengths.tolist()):
+            n = int(lengths[group].max())
+            if not self._is_long(n):
+                audio[group, :, : n * spf] = run(None, {"codes": tokens[group, :, :n]})[0]
+                continue
+            i = group[0]
+            for a, b, keep in self._windows(n):
+                piece = run(None, {"codes": tokens[i: i + 1, :, a:b]})[0]
+                audio[i, :, (a + keep.start) * spf: (a + keep.stop) * spf] = \
+                    piece[0, :, keep.start * spf: keep.stop * spf]
+        out_len = lengths * spf if num_samples is None else np.minimum(num_samples, lengths * spf)
+        audio = audio[..., : int(out_len.max())]
+        for i, n in enumerate(out_len.tolist()):
+            audio[i, :, n:] = 0
+        return audio
+
+    def check_codes(self, codes, clamp: bool = False):
+        """(tokens int64 [B, K, T] in range, lengths [B], num_samples [B] or None)."""
+        num_samples = None
+        if isinstance(codes, Codes):
+            codes.require_codec(self.name)
+            tokens, lengths = as_numpy(codes.tokens), as_numpy(codes.lengths).astype(np.int64)
+            num_samples = None if codes.num_samples is None else as_numpy(codes.num_samples)
+        else:
+            tokens = as_numpy(codes)
+            if tokens.ndim == 2:
+                tokens = tokens[None]
+            if tokens.ndim != 3:
+                raise rank_error(tokens.shape)
+            lengths = np.full(tokens.shape[0], tokens.shape[2], np.int64)
+        if tokens.dtype.kind not in "iu":
+            raise CodesError(f"tokens must be integers, got dtype {tokens.dtype}")
+        check_batch(tokens.shape, lengths.tolist(), self.name, self.num_codebooks)
+        t = tokens.shape[-1]
+        tokens = tokens.astype(np.int64)
+        tokens = np.where(np.arange(t)[None, None, :] < lengths[:, None, None], tokens, 0)
+        tokens = within_codebooks(tokens, self.codebook_sizes, clamp, BATCH_PLACE, CLAMP_HINT)
+        return tokens, lengths, num_samples
+
+    # -- streaming -----------------------------------------------------------------------------
+    def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False):
+        """Incremental decoder through the step graph, as Codec.stream_decoder."""
+        from .streams import OnnxStreamDecoder
+
+        return OnnxStreamDecoder(self, batch_size, clamp)
+
+    def stream_encoder(self, batch_size: int = 1):
+        """Incremental encoder through the step graph, as Codec.stream_encoder."""
+        from .streams import OnnxStreamEncoder
+
+        return OnnxStreamEncoder(self, batch_size)
+
+    def _step_session(self, graph: str):
+        if not self.causal:  # as the torch codec says it
+            raise AudiotokError(f"{self.title} is not causal (it attends to the whole signal), "
+                                "so it cannot stream exactly; use encode()/decode(), which "
+                                "process long inputs in overlapping windows")
+        if graph not in self.sessions:
+            raise AudiotokError(f"{self.folder} has no {graph} graph: {self.title} does not "
+                                "stream exactly here")
+        return self.sessions[graph]
