@@ -5,8 +5,31 @@ import numpy as np
 import pytest
 import torch
 
-torch.set_num_threads(2)
-os.environ.setdefault("OMP_NUM_THREADS", "2")
+# The suite runs on 2 pytest-xdist workers (pyproject's addopts): one torch thread each, so
+# that together they use the machine's 2 cores; alone, 2 threads.
+THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+torch.set_num_threads(THREADS)
+os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
+
+# Files that take longest start first (xdist hands out whole files, --dist loadfile), so the
+# workers finish together; the rest keep their order.
+SLOW_FIRST = (
+    "tests/export/test_onnx.py",
+    "tests/models/xcodec2/test_onnx.py",
+    "tests/server/test_engine.py",
+    "tests/pipeline/test_ray.py",
+    "tests/models/xcodec2/test_windows.py",
+    "tests/test_stream.py",
+    "tests/eval/test_runner.py",
+    "tests/pipeline/test_resume.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    root = Path(__file__).parent.parent
+    items.sort(key=lambda item: rank.get(
+        str(Path(item.fspath).relative_to(root)), len(SLOW_FIRST)))
 
 DATA = Path(__file__).parent / "data"
 S2_TINY = DATA / "s2_tiny"

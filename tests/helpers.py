@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from audiotok.export.gguf import write_gguf as write_gguf_file
-from audiotok.models.s2.gguf import gguf_metadata
 from audiotok.models.s2.config import S2Config
+from audiotok.models.s2.gguf import gguf_metadata
 
 _UNSET = object()
 
@@ -57,3 +59,15 @@ def random_like_s2(cfg: S2Config, seed: int = 0) -> dict[str, torch.Tensor]:
 
 def np_f32(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)
+
+
+def run_torch_free(script: str, folder, golden, tmp, licence: str) -> dict:
+    """Run `script` (folder, golden .npz, output .npz) in a fresh interpreter; its results."""
+    out = tmp / "results.npz"
+    (tmp / "run.py").write_text(script)
+    r = subprocess.run([sys.executable, str(tmp / "run.py"), str(folder), str(golden), str(out)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    assert licence in r.stderr  # the weights' licence is announced
+    with np.load(out) as z:
+        return {k: z[k] for k in z.files}

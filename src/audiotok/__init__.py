@@ -1,6 +1,6 @@
 """audiotok: neural audio codec tokenizers for speech LLMs.
 
-    codec = audiotok.load("s2-pro")    # any name in audiotok.models.registry
+    codec = audiotok.load(name_or_path)  # a model name (audiotok info --codecs) or a checkpoint
     codes = codec.encode("speech.wav")
     audio = codec.decode(codes)
 

@@ -3,7 +3,6 @@ checking a state dict against what a model expects."""
 
 from __future__ import annotations
 
-import json
 import zipfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -11,7 +10,8 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file
 
-from .errors import CheckpointError, ConfigError
+from .errors import CheckpointError
+from .fileio import read_json  # noqa: F401 - the loaders read configs through here
 
 _WN_SPELLINGS = (
     (".parametrizations.weight.original0", ".parametrizations.weight.original1"),
@@ -33,17 +33,6 @@ def read_torch(path: Path) -> dict[str, torch.Tensor]:
     if not isinstance(obj, Mapping):
         raise CheckpointError(f"{path}: expected a dict of tensors, got {type(obj).__name__}")
     return {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
-
-
-def read_json(path: Path) -> dict | None:
-    """The JSON object in `path`, None if there is no such file or it holds no object."""
-    if not path.exists():
-        return None
-    try:
-        d = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{path}: unreadable JSON ({e})") from None
-    return d if isinstance(d, dict) else None
 
 
 def read_safetensors(path: Path) -> dict[str, torch.Tensor]:

@@ -1,13 +1,17 @@
-"""Atomic output files: written under a temporary name in the target folder, renamed at the end,
-removed if anything fails, so a reader never sees a half-written file."""
+"""Atomic output files (written under a temporary name in the target folder, renamed at the end,
+removed if anything fails, so a reader never sees a half-written file), and reading JSON files.
+No torch here."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+
+from .errors import ConfigError
 
 
 @contextlib.contextmanager
@@ -26,3 +30,14 @@ def atomic_output(path: str | os.PathLike) -> Iterator[Path]:
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def read_json(path: Path) -> dict | None:
+    """The JSON object in `path`, None if there is no such file or it holds no object."""
+    if not path.exists():
+        return None
+    try:
+        d = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: unreadable JSON ({e})") from None
+    return d if isinstance(d, dict) else None

@@ -17,8 +17,7 @@ import soundfile as sf
 from audiotok.audio import read_audio
 from audiotok.errors import AudiotokError
 from audiotok.eval import EvalSettings, evaluate
-from audiotok.eval.results import RESULTS, ResultsDir, read_results
-from audiotok.eval.results import example_path
+from audiotok.eval.results import RESULTS, ResultsDir, example_path, read_results
 from tests.pipeline.conftest import S2_MODEL, SPEECH, XC_MODEL
 
 FAST = ("snr", "si_sdr", "mel_distance", "pesq_wb", "stoi")

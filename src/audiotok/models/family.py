@@ -79,7 +79,7 @@ class Checkpoint:
     and, read on demand, the tensor names of a safetensors file."""
 
     def __init__(self, path: Path):
-        from ..checkpoint import read_json
+        from ..fileio import read_json
 
         self.path = Path(path)
         self.weights = self.path / "model.safetensors" if self.path.is_dir() else self.path

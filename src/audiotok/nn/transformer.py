@@ -41,8 +41,8 @@ def rope_table(positions: torch.Tensor, head_dim: int, base: float) -> torch.Ten
     """cos/sin of interleaved RoPE pairs, [*positions.shape, head_dim // 2, 2], rounded to
     bfloat16.
 
-    The S2 codec was trained with a bfloat16 table; reproducing that rounding is required for
-    parity. Values are returned as bfloat16 and promote to float32 in the rotation.
+    Codecs trained with a bfloat16 table need that rounding reproduced for parity. Values are
+    returned as bfloat16 and promote to float32 in the rotation.
     """
     half = head_dim // 2
     freqs = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=positions.device)[:half].float()
