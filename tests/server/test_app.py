@@ -47,7 +47,7 @@ def random_tokens(codec, frames, seed):
 
 def test_models_health_and_metrics(client):
     assert client.get("/healthz").json() == {"status": "ok"}
-    assert client.get("/readyz").json() == {"ready": True}
+    assert client.get("/readyz").json() == {"ready": True, "warmup": {}}  # none was asked for
     models = {m["name"]: m for m in client.get("/v1/models").json()["models"]}
     assert models["s2"]["codec"] == "s2" and models["s2"]["streaming"]["decode"] == "exact"
     assert models["xc"]["streaming"] == {"decode": "windowed", "encode": False}

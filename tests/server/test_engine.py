@@ -414,3 +414,45 @@ def test_a_long_backlog_does_not_pad_every_row(s2_codec):
     for s, t in ((ahead, tokens), *zip(live, live_tokens, strict=True)):
         want = s2_codec.decode(t)[0, 0].numpy()
         assert np.abs(np.concatenate(outs[id(s)]) - want).max() <= TOL
+
+
+def test_warmup_runs_between_real_steps(s2_codec, xc_codec):
+    """start_warmup plans every shape, the first phase ((1 stream, 1 frame) per model and kind)
+    first; the worker runs one shape per step, between the real work, so a stream opened during
+    warm-up is served at once and exactly; the engine is ready after the first phase and
+    complete after the last shape, with no slot left leased."""
+    engine = Engine({"s2": s2_codec, "xc": xc_codec},
+                    EngineSettings(max_streams=4, max_batch=3, max_step_frames=3), start=False)
+    assert engine.ready() and engine.warmup_status() == {}  # no warm-up asked for: ready
+    engine.start_warmup()
+    status = engine.warmup_status()
+    # S2, decode and encode: batches 1..3 at one frame, then 2..3 frames at one stream; X-Codec2:
+    # one window of its stream decoding
+    assert status["s2"]["shapes"] == 2 * (3 + 2) and status["xc"]["shapes"] == 1
+    assert not engine.ready() and status["s2"]["done"] == 0
+    tokens = random_tokens(s2_codec, 6, 11)
+    s = engine.open_decode_stream("s2")
+    s.push(tokens[:, :3])
+    assert engine.step()  # the stream's step, and one warm-up shape
+    got = s.available()
+    assert sum(p.shape[0] for p in got) == 3 * s2_codec.samples_per_frame
+    steps = 1
+    while not engine.ready():
+        assert engine.step()
+        steps += 1
+    assert steps == 3  # the first phase: three shapes, one per step
+    status = engine.warmup_status()
+    assert all(m["ready"] for m in status.values()) and not status["s2"]["complete"]
+    assert status["xc"]["complete"] and status["xc"]["ready_after_s"] is not None
+    s.push(tokens[:, 3:])
+    s.finish()
+    while engine.step():
+        pass
+    status = engine.warmup_status()
+    assert status["s2"]["complete"] and status["s2"]["done"] == status["s2"]["shapes"] == 10
+    assert status["s2"]["seconds"] > 0 and status["s2"]["complete_after_s"] >= \
+        status["s2"]["ready_after_s"]
+    got += list(s)
+    want = s2_codec.decode(tokens)[0, 0].numpy()
+    assert np.abs(np.concatenate(got) - want).max() <= TOL
+    assert engine.table_in_use() == 0

@@ -14,6 +14,7 @@ import torch
 
 pytest.importorskip("fastapi")
 from audiotok.server.client import DecodeStreamClient, StreamError, stream_decode  # noqa: E402
+from tests.conftest import XCODEC2_TINY  # noqa: E402
 from tests.server.conftest import get, start_server  # noqa: E402
 
 
@@ -37,9 +38,10 @@ def test_sigterm_drains_open_streams_then_exits_0(s2_codec):
         first = s.recv(timeout=60)
         os.kill(p.pid, signal.SIGTERM)  # the server process alone
         deadline = time.monotonic() + 10
-        while get(base, "/readyz")[0] != 503:
+        while b"shutting down" not in get(base, "/readyz")[1]:
             assert time.monotonic() < deadline, "readiness never failed"
             time.sleep(0.05)
+        assert get(base, "/readyz")[0] == 503
         assert get(base, "/healthz")[0] == 200
         assert get(base, "/v1/models")[0] == 503
         with pytest.raises(StreamError) as e:
@@ -103,3 +105,83 @@ def test_warns_when_exposed_without_a_key():
     finally:
         os.kill(p.pid, signal.SIGTERM)
         assert p.wait(timeout=60) == 0
+
+
+def test_listens_at_once_and_serves_while_warming_up(s2_codec):
+    """/healthz answers within 5 s of the process's start while /readyz is 503 (the models
+    load, then warm up, after the socket listens); a decode sent then waits for the models and
+    equals the library's; /readyz turns 200 with every model's warm-up progress, which the
+    metrics and the log report too."""
+    import json
+
+    start = time.monotonic()
+    p, base, lines = start_server("-m", f"xc={XCODEC2_TINY / 'hf'}")
+    try:
+        assert get(base, "/healthz")[0] == 200
+        assert time.monotonic() - start < 5.0, "no /healthz within 5 s"
+        status, body = get(base, "/readyz")
+        assert status == 503 and json.loads(body)["reason"] in ("loading the models",
+                                                                "warming up")
+        tokens = random_tokens(s2_codec, 40, 3)
+        buf = __import__("io").BytesIO()
+        np.save(buf, tokens)
+        import urllib.request
+
+        req = urllib.request.Request(f"http://{base}/v1/decode?model=s2_tiny&format=pcm"
+                                     "&sample_format=f32le", data=buf.getvalue(), method="POST")
+        with urllib.request.urlopen(req, timeout=120) as r:  # sent while not ready
+            pcm = np.frombuffer(r.read(), "<f4")
+        want = s2_codec.decode(torch.from_numpy(tokens))[0, 0].numpy()
+        assert pcm.shape == want.shape and np.abs(pcm - want).max() <= 1e-5
+        deadline = time.monotonic() + 120
+        while (r := get(base, "/readyz"))[0] != 200:
+            assert r[0] == 503 and time.monotonic() < deadline
+            time.sleep(0.05)
+        warmup = json.loads(r[1])["warmup"]
+        assert set(warmup) == {"s2_tiny", "xc"} and all(m["ready"] for m in warmup.values())
+        while not all(m["complete"] for m in json.loads(get(base, "/readyz")[1])["warmup"]
+                      .values()):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        metrics = get(base, "/metrics")[1].decode()
+        assert "audiotok_ready 1.0" in metrics
+        for model in ("s2_tiny", "xc"):
+            assert f'audiotok_warmup_seconds{{model="{model}"}}' in metrics
+            assert f'audiotok_warmup_complete_after_seconds{{model="{model}"}}' in metrics
+        os.kill(p.pid, signal.SIGTERM)
+        assert p.wait(timeout=60) == 0
+        log = "".join(lines) + p.stderr.read()
+        assert "warmed up s2_tiny: 46 step shapes" in log and "warmed up xc: 1 step shapes" in log
+    finally:
+        p.kill()
+
+
+def test_a_model_that_fails_to_load_stops_the_server(tmp_path):
+    """A checkpoint that is recognised but broken fails after the server listens: the process
+    says why and exits 1; one that is not recognised fails before it listens."""
+    broken = tmp_path / "broken.pth"
+    broken.write_bytes(b"not a torch checkpoint")
+    r = subprocess.run([sys.executable, "-m", "audiotok", "serve", "-m", str(broken), "--port",
+                        "0", "--log-level", "warning"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1
+    assert f"audiotok: error: {broken}: not a plain tensor checkpoint" in r.stderr
+    assert "Traceback" not in r.stderr
+    (tmp_path / "empty").mkdir()
+    r = subprocess.run([sys.executable, "-m", "audiotok", "serve", "-m",
+                        str(tmp_path / "empty"), "--port", "0"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1 and "cannot tell which codec" in r.stderr
+    assert "serving" not in r.stderr
+
+
+def test_the_server_listens_before_torch_is_imported():
+    """What runs before the socket listens (the command line, the checks of the model specs,
+    the web app) imports no torch: torch and the models load after."""
+    code = ("import sys; import audiotok.cli; from audiotok.cli.serve import check_model; "
+            f"check_model({str(XCODEC2_TINY / 'hf')!r}); import audiotok.server.app, "
+            "audiotok.server.run; from audiotok.server import EngineSettings; "
+            "print('torch' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
+

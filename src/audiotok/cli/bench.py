@@ -6,12 +6,10 @@ import json
 import sys
 
 import click
-import torch
 
 from ..errors import AudiotokError
 from ..fileio import atomic_output
-from ..nn.precision import parse_dtype
-from .common import device_option, fail, model_option, threads_option
+from .common import device_option, fail, model_option, set_threads, threads_option
 
 
 def _floats(text: str) -> list[float]:
@@ -47,11 +45,11 @@ def bench(model, seconds, batch, dtypes, device, threads, repeats, with_stream, 
     """Time encode and decode: real-time factor, audio seconds per second, peak memory."""
     from .. import bench as bench_module
     from .. import load
+    from ..nn.precision import parse_dtype
 
     durations = _floats(seconds)
     batches = [int(b) for b in _floats(batch)]
-    if threads:
-        torch.set_num_threads(threads)
+    set_threads(threads)
     rows = []
     for name in dtypes.split(","):
         try:

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
-import torch
 from tqdm import tqdm
 
 from ..audio import collect_files
@@ -46,11 +45,21 @@ def fail(message: str) -> None:
     click.echo(f"audiotok: error: {message}", err=True)
 
 
+DTYPE_NAMES = ("float32", "bfloat16", "float16")  # nn.precision.DTYPES, without importing torch
+
+
+def set_threads(threads: int | None) -> None:
+    """torch's CPU threads (torch is imported here, not when the command line starts)."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
 def load_codec(model: str, device: str, threads: int | None):
     from .. import load
 
-    if threads:
-        torch.set_num_threads(threads)
+    set_threads(threads)
     try:
         return load(model, device=device)
     except (AudiotokError, OSError) as e:

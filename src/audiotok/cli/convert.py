@@ -11,13 +11,11 @@ from pathlib import Path
 import click
 import numpy as np
 import soundfile as sf
-import torch
 
 from ..audio import AUDIO_SUFFIXES, write_audio
 from ..codes import load_codes
 from ..errors import AudiotokError, CodesError
 from ..fileio import atomic_output
-from ..stream import decode_to_file, encode_file
 from .common import (
     CODES_SUFFIXES,
     fail,
@@ -41,6 +39,8 @@ def encode(inputs, output, fmt, model, device, threads):
     """Encode audio files (or folders of them) into codes files."""
     pairs = plan(inputs, output, AUDIO_SUFFIXES, "." + fmt, CODES_SUFFIXES)
     codec = load_codec(model, device, threads)
+
+    from ..stream import encode_file
 
     def work(src: Path, dst: Path) -> str:
         codes = encode_file(codec, src)
@@ -80,6 +80,7 @@ def decode(inputs, output, clamp, stream_mode, push_frames, model, device, threa
         raise click.UsageError("reading tokens from stdin (-) needs --stream")
     pairs = plan(inputs, output, CODES_SUFFIXES, ".wav", AUDIO_SUFFIXES)
     codec = load_codec(model, device, threads)
+    from ..stream import decode_to_file
 
     def work(src: Path, dst: Path) -> str:
         codes = load_codes(src)
@@ -111,7 +112,7 @@ def _text_frames(lines, num_codebooks: int):
         if len(values) != num_codebooks:
             raise CodesError(f"stdin line {number}: expected {num_codebooks} integers (one "
                              f"frame), got {len(values)}")
-        yield torch.tensor(values)[:, None]
+        yield np.asarray(values, dtype=np.int64)[:, None]
 
 
 def _decode_stream(codec, source: str, output: str, clamp: bool, push_frames: int,
@@ -125,7 +126,7 @@ def _decode_stream(codec, source: str, output: str, clamp: bool, push_frames: in
         if len(codes) != 1:
             raise CodesError(f"{source}: --stream decodes one item, the file holds {len(codes)}")
         tokens = codes.tokens[0, :, : int(codes.lengths[0])]
-        frames = iter(tokens.split(1, dim=-1))
+        frames = iter(tokens.numpy().T[:, :, None])
         limit = int(codec.audio_lengths(codes.lengths, codes.num_samples)[0])
     with contextlib.ExitStack() as stack:
         dec = stack.enter_context(codec.stream_decoder(batch_size=1, clamp=clamp))
@@ -144,7 +145,7 @@ def _decode_stream(codec, source: str, output: str, clamp: bool, push_frames: in
             if frame is not None:
                 pending.append(frame)
             if pending and (len(pending) >= push_frames or frame is None):
-                pcm = dec.push(torch.cat(pending, -1)[None])[0, 0].numpy()
+                pcm = dec.push(np.concatenate(pending, -1)[None])[0, 0].numpy()
                 pending = []
                 if limit is not None:
                     pcm = pcm[: max(0, limit - written)]
@@ -171,6 +172,7 @@ def _raw_writer(stream, dtype):
 def reconstruct(inputs, output, sample_rate, model, device, threads, subtype):
     """Encode then decode audio files: hear what the codec keeps."""
     from ..audio import resample
+    from ..stream import decode_to_file, encode_file
 
     pairs = plan(inputs, output, AUDIO_SUFFIXES, ".wav", AUDIO_SUFFIXES)
     codec = load_codec(model, device, threads)

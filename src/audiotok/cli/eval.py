@@ -6,12 +6,10 @@ import json
 import sys
 
 import click
-import torch
 
 from ..errors import AudiotokError
 from ..fileio import atomic_output
-from ..nn.precision import DTYPES
-from .common import device_option, fail, one_line, threads_option
+from .common import DTYPE_NAMES, device_option, fail, one_line, set_threads, threads_option
 
 EVAL_FAILED_CAP = 100  # exit status: failed results, at most this
 EVAL_STOPPED = 101  # exit status: the run could not start or stopped
@@ -38,9 +36,9 @@ def _metric_list(ctx, param, value):
 @click.option("--limit", type=click.IntRange(min=1), default=None,
               help="Only the first N items of SOURCE.")
 @device_option
-@click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32", show_default=True,
+@click.option("--dtype", type=click.Choice(list(DTYPE_NAMES)), default="float32", show_default=True,
               help="Model precision.")
-@click.option("--reference-dtype", type=click.Choice(list(DTYPES)), default=None,
+@click.option("--reference-dtype", type=click.Choice(list(DTYPE_NAMES)), default=None,
               help="Also run each codec at this precision: adds the share of tokens equal to "
                    "it and the SNR of decoding against it (e.g. --dtype bfloat16 "
                    "--reference-dtype float32).")
@@ -66,8 +64,7 @@ def eval_command(source, models, out, limit, device, dtype, reference_dtype, thr
     folder). Exit status: 0 when every result was measured, else the number of failed results
     (at most 100; reasons in results.jsonl and the report); 101 when the run could not start.
     """
-    if threads:
-        torch.set_num_threads(threads)
+    set_threads(threads)
     if tokens_dir:
         _tokens(tokens_dir, json_path)
         return

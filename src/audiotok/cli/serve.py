@@ -7,12 +7,18 @@ import sys
 from pathlib import Path
 
 import click
-import torch
 
 from ..errors import AudiotokError
 from ..hub import model_label
-from ..nn.precision import DTYPES
-from .common import DEFAULT_MODEL, device_option, fail, one_line, threads_option
+from .common import (
+    DEFAULT_MODEL,
+    DTYPE_NAMES,
+    device_option,
+    fail,
+    one_line,
+    set_threads,
+    threads_option,
+)
 
 
 def served_name(spec: str) -> tuple[str, str]:
@@ -36,7 +42,7 @@ def served_name(spec: str) -> tuple[str, str]:
               help="Address to bind. Anything but loopback without --api-key is warned about.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)
 @device_option
-@click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32", show_default=True)
+@click.option("--dtype", type=click.Choice(list(DTYPE_NAMES)), default="float32", show_default=True)
 @threads_option
 @click.option("--max-streams", type=click.IntRange(min=1), default=64, show_default=True,
               help="Open streams per model (batch slots); beyond: 429 / close 1013.")
@@ -74,7 +80,8 @@ def served_name(spec: str) -> tuple[str, str]:
               help="On CUDA: replay offline batches and stream steps (streams and frames "
                    "padded to 1, 2, 4 ... 256) as CUDA graphs. Ignored on other devices.")
 @click.option("--no-warmup", is_flag=True,
-              help="Skip running every batch size and frame count once before serving.")
+              help="Skip the warm-up (every batch size and frame count run once, while the "
+                   "server already serves; /readyz answers 503 until its first phase is done).")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
@@ -88,8 +95,7 @@ def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
     except ImportError:
         fail("the server needs FastAPI and uvicorn: pip install 'audiotok[serve]'")
         sys.exit(1)
-    from .. import load
-    from ..server import Engine, EngineSettings, WindowSettings
+    from ..server import EngineSettings, WindowSettings
     from ..server.app import ServerSettings
     from ..server.run import is_loopback
     from ..server.run import serve as run
@@ -107,8 +113,6 @@ def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
     if len(set(names)) != len(names):
         raise click.BadParameter(f"two models have one name ({', '.join(names)}); name them "
                                  "with NAME=PATH", param_hint="--model")
-    if threads and not on_ray:
-        torch.set_num_threads(threads)
     if not is_loopback(host) and not api_key:
         click.echo(f"audiotok: warning: serving on {host} without --api-key: anyone who can "
                    "reach this address can use the server", err=True)
@@ -122,21 +126,49 @@ def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
         _serve_on_ray(named, device, dtype, threads, engine_settings, settings, host, port,
                       replicas, ray_address, not no_warmup, cuda_graphs)
         return
-    try:
-        codecs = {name: load(model, device=device, dtype=getattr(torch, dtype),
-                             cuda_graphs=cuda_graphs) for name, model in named}
-        engine = Engine(codecs, engine_settings)
-    except (AudiotokError, OSError, ValueError) as e:
+    try:  # what can be checked without loading: names, paths, which codec each path holds
+        for _, model in named:
+            check_model(model)
+    except (AudiotokError, OSError) as e:
         fail(one_line(e))
         sys.exit(1)
-    if not no_warmup:
-        seconds = engine.warmup()
-        click.echo(f"audiotok: warmed up in {seconds:.1f} s", err=True)
+
+    def load_engine():
+        """Runs once the server listens (run.serve): torch, the models, the engine."""
+        from .. import load
+        from ..server import Engine
+
+        set_threads(threads)
+        codecs = {name: load(model, device=device, dtype=dtype, cuda_graphs=cuda_graphs)
+                  for name, model in named}
+        return Engine(codecs, engine_settings)
 
     def ready(bound: int) -> None:
-        click.echo(f"audiotok: serving {', '.join(names)} on http://{host}:{bound}", err=True)
+        click.echo(f"audiotok: serving {', '.join(names)} on http://{host}:{bound}"
+                   + " (loading the models" + ("" if no_warmup else ", then warming up")
+                   + "; /readyz answers 200 when ready)",
+                   err=True)
 
-    run(engine, settings, host, port, log_level, ready)
+    def warmed(model: str, m) -> None:
+        click.echo(f"audiotok: warmed up {model}: {m.done} step shapes, ready after "
+                   f"{m.ready_at - m.started:.1f} s, all after {m.finished - m.started:.1f} s "
+                   f"({m.seconds:.1f} s of compute)", err=True)
+
+    error = run(load_engine, settings, host, port, log_level, ready, warmup=not no_warmup,
+                warmed=warmed)
+    if error is not None:
+        fail(error)
+        sys.exit(1)
+
+
+def check_model(model: str) -> None:
+    """A known name, or a path whose codec family is recognised (no torch, no weights read)."""
+    from ..models.registry import PRESETS, detect_family, unknown_name
+
+    if Path(model).exists():
+        detect_family(Path(model))
+    elif model not in PRESETS:
+        raise unknown_name(model)
 
 
 def _serve_on_ray(named, device, dtype, threads, engine_settings, settings, host, port,

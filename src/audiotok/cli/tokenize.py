@@ -6,13 +6,19 @@ import json
 import sys
 
 import click
-import torch
 
 from ..errors import AudiotokError
 from ..export.llm import scheme_help, scheme_names
 from ..fileio import atomic_output
-from ..nn.precision import DTYPES
-from .common import device_option, fail, model_option, one_line, threads_option
+from .common import (
+    DTYPE_NAMES,
+    device_option,
+    fail,
+    model_option,
+    one_line,
+    set_threads,
+    threads_option,
+)
 
 TOKENIZE_FAILED_CAP = 100  # exit status: failed items, at most this
 TOKENIZE_STOPPED = 101  # exit status: the run could not start or stopped
@@ -32,7 +38,7 @@ TOKENIZE_STOPPED = 101  # exit status: the run could not start or stopped
               help="local: reader processes (0: read in the main process; default half the "
                    "CPUs, 1 to 8). ray: model actors (default 1).")
 @device_option
-@click.option("--dtype", type=click.Choice(list(DTYPES)), default="float32",
+@click.option("--dtype", type=click.Choice(list(DTYPE_NAMES)), default="float32",
               show_default=True, help="Model precision (reduced precision changes some tokens).")
 @threads_option
 @click.option("--shard-items", type=click.IntRange(min=1), default=1000, show_default=True,
@@ -72,8 +78,7 @@ def tokenize(source, model, out, engine, batch_seconds, workers, device, dtype, 
     """
     from ..pipeline import tokenize as run
 
-    if threads:
-        torch.set_num_threads(threads)
+    set_threads(threads)
     try:
         scheme = None
         if llm:

@@ -1,7 +1,8 @@
 """The HTTP and WebSocket app over an Engine (FastAPI; `pip install 'audiotok[serve]'`).
 
 Routes (README, Serving, has the protocol with examples):
-    GET  /healthz, /readyz, /metrics, /v1/models
+    GET  /healthz (alive), /readyz (warmed up; 503 with the progress until then), /metrics,
+         /v1/models
     POST /v1/encode   audio file or raw PCM in -> tokens (JSON, .npy or .codes)
     POST /v1/decode   tokens (JSON, .npy or .codes) in -> WAV, FLAC, OGG, raw PCM or npz
                       (causal codecs: optionally streamed as decoded)
@@ -17,9 +18,9 @@ import io
 import json
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 from fastapi import FastAPI, Request, WebSocket
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
@@ -27,7 +28,7 @@ from .._version import __version__
 from ..audio import to_items, write_audio_bytes
 from ..codes import Codes, codes_to_bytes
 from ..errors import AudiotokError
-from .engine import Engine
+from .errors import EngineBusy, StreamClosed
 from .metrics import metrics_text
 from .page import mount_page
 from .protocol import (
@@ -37,8 +38,10 @@ from .protocol import (
     pcm_samples,
     streaming_wav_header,
 )
-from .streams import EngineBusy, StreamClosed
 from .websocket import stream_decode_ws, stream_encode_ws
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 AUDIO_FORMATS = {"wav": ("WAV", "audio/wav"), "flac": ("FLAC", "audio/flac"),
                  "ogg": ("OGG", "audio/ogg")}
@@ -60,15 +63,33 @@ class HTTPError(Exception):
 
 
 class ServerState:
-    """What the routes share besides the engine: draining, requests in flight, counters."""
+    """What the routes share: the engine (None while the models load), draining, requests in
+    flight, counters."""
 
-    def __init__(self, engine: Engine, settings: ServerSettings):
+    def __init__(self, engine: Engine | None, settings: ServerSettings):
         self.engine = engine
+        self.load_error: str | None = None
+        self._loaded = asyncio.Event()  # bound to the server's loop on first use
+        if engine is not None:
+            self._loaded.set()
         self.settings = settings
         self.draining = False
         self.inflight = 0
         self.websockets = 0
         self.requests: dict[tuple[str, int], int] = {}
+
+    def attach(self, engine: Engine | None, error: str | None = None) -> None:
+        """The loaded engine, or why loading failed (call on the server's loop)."""
+        self.engine, self.load_error = engine, error
+        self._loaded.set()
+
+    async def get_engine(self) -> Engine:
+        """The engine; a request that arrives while the models load waits for them."""
+        if self.engine is None:
+            await self._loaded.wait()
+        if self.engine is None:
+            raise HTTPError(503, f"the models failed to load: {self.load_error}")
+        return self.engine
 
     def authorized(self, headers, query) -> bool:
         key = self.settings.api_key
@@ -81,8 +102,10 @@ class ServerState:
         return hmac.compare_digest(given.encode(), key.encode())
 
 
-def create_app(engine: Engine, settings: ServerSettings | None = None):
-    """A FastAPI app serving `engine`. The caller owns the engine (and closes it)."""
+def create_app(engine: Engine | None, settings: ServerSettings | None = None):
+    """A FastAPI app serving `engine`. The caller owns the engine (and closes it). With None, the
+    app answers /healthz at once and waits for `app.state.audiotok.attach(engine)` (run.py loads
+    the models after the server listens)."""
     settings = settings or ServerSettings()
     state = ServerState(engine, settings)
     app = FastAPI(title="audiotok", version=__version__, docs_url=None, redoc_url=None)
@@ -130,7 +153,15 @@ def create_app(engine: Engine, settings: ServerSettings | None = None):
     async def readyz():
         if state.draining:
             return JSONResponse({"ready": False, "reason": "shutting down"}, 503)
-        return {"ready": True}
+        engine = state.engine
+        if engine is None:
+            reason = ("loading the models" if state.load_error is None
+                      else f"the models failed to load: {state.load_error}")
+            return JSONResponse({"ready": False, "reason": reason}, 503)
+        warmup = engine.warmup_status()
+        if not engine.ready():  # requests are served meanwhile; their first calls may be slower
+            return JSONResponse({"ready": False, "reason": "warming up", "warmup": warmup}, 503)
+        return {"ready": True, "warmup": warmup}
 
     @app.get("/metrics")
     async def metrics():
@@ -139,10 +170,12 @@ def create_app(engine: Engine, settings: ServerSettings | None = None):
 
     @app.get("/v1/models")
     async def models():
+        engine = await state.get_engine()
         return {"models": [_model_facts(name, m.codec) for name, m in engine.models.items()]}
 
     @app.post("/v1/encode")
     async def encode(request: Request):
+        engine = await state.get_engine()
         q = request.query_params
         name = _model_name(engine, q.get("model"))
         codec = engine.models[name].codec
@@ -167,6 +200,8 @@ def create_app(engine: Engine, settings: ServerSettings | None = None):
             return Response(buf.getvalue(), media_type="application/octet-stream",
                             headers=headers)
         if fmt == "codes":
+            import torch
+
             codes = Codes(torch.from_numpy(tokens)[None], torch.tensor([tokens.shape[1]]),
                           codec=codec.name, sample_rate=codec.sample_rate,
                           samples_per_frame=codec.samples_per_frame,
@@ -184,6 +219,7 @@ def create_app(engine: Engine, settings: ServerSettings | None = None):
 
     @app.post("/v1/decode")
     async def decode(request: Request):
+        engine = await state.get_engine()
         q = request.query_params
         body = await _read_body(request, settings.max_body_bytes)
         tokens, num_samples, doc = await asyncio.to_thread(
@@ -328,6 +364,8 @@ def _audio_item(body: bytes, q, target_rate: int):
     if x.size % channels:
         raise HTTPError(400, f"{x.size} samples do not split into {channels} channels")
     x = x.reshape(-1, channels).T
+    import torch
+
     return to_items(torch.from_numpy(np.ascontiguousarray(x)), rate, target_rate)[0]
 
 

@@ -12,32 +12,15 @@ stream with more waiting gets the rest in later steps.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from types import SimpleNamespace
 
 import numpy as np
 import torch
 
 from ..codes import Codes
+from .settings import WindowSettings
 from .slots import GraphedSteps, SlotTable, bucket_sizes
 from .streams import DecodeStream, EncodeStream
-
-
-@dataclass(frozen=True)
-class WindowSettings:
-    """Windowed re-decoding of a non-causal codec's stream: each step decodes `left` frames
-    already output (context), `chunk` new frames (output) and `lookahead` frames after them
-    (context), and outputs the chunk. Output length is exact: every frame's samples are output
-    once. Each codec has its measured default (Codec.stream_window; docs, its page)."""
-
-    left: int = 10
-    chunk: int = 25
-    lookahead: int = 10
-
-    def __post_init__(self):
-        if self.left < 0 or self.chunk < 1 or self.lookahead < 0:
-            raise ValueError(f"window frames must be left >= 0, chunk >= 1, lookahead >= 0; "
-                             f"got {self.left}, {self.chunk}, {self.lookahead}")
 
 
 class _Slotted:
@@ -60,9 +43,9 @@ class _Slotted:
                                    capture)
 
     def warm_shapes(self, rows: int) -> list[tuple[int, int]]:
-        """(streams, frames) of the steps Engine.warmup runs with `rows` slots: every batch size
-        at one frame and every frame count at one stream; with graphs, one step per (batch,
-        frames) bucket, so that none is captured while serving."""
+        """(streams, frames) of the steps the warm-up runs with `rows` slots, (1, 1) first:
+        every batch size at one frame and every frame count at one stream; with graphs, one step
+        per (batch, frames) bucket, so that none is captured while serving."""
         if self.graphs is not None:
             return [(b, f) for b in bucket_sizes(rows) for f in bucket_sizes(self.max_frames)]
         return ([(b, 1) for b in range(1, rows + 1)]
@@ -84,7 +67,7 @@ class _Slotted:
                 return self._call(model, x)
 
     def warm(self, slots: list[int], frames: int) -> None:
-        """Run `frames` frames of silence on `slots` (Engine.warmup)."""
+        """Run `frames` frames of silence on `slots` (Engine.start_warmup)."""
         self.run([SimpleNamespace(slot=s) for s in slots], [self._silence(frames)] * len(slots))
 
     def step_frames(self, waiting: list[int]) -> int:
@@ -173,6 +156,17 @@ class WindowedDecode:
     def __init__(self, codec, window: WindowSettings):
         self.codec = codec
         self.window = window
+
+    def warm_shapes(self, rows: int) -> list[tuple[int, int]]:
+        """One full window of one stream (Engine.start_warmup)."""
+        w = self.window
+        return [(1, w.left + w.chunk + w.lookahead)]
+
+    def warm(self, slots: list, frames: int) -> None:
+        tokens = torch.zeros(1, self.codec.num_codebooks, frames, dtype=torch.long)
+        self.codec.decode(Codes(tokens, torch.tensor([frames]), codec=self.codec.name,
+                                sample_rate=self.codec.sample_rate,
+                                samples_per_frame=self.codec.samples_per_frame))
 
     def _available(self, s: DecodeStream) -> int:
         return s.history_start + s.history.shape[1] + s.held

@@ -37,7 +37,8 @@ import numpy as np
 
 from ..codec import Codec
 from ..errors import AudioError, AudiotokError
-from .batches import CausalDecode, CausalEncode, WindowedDecode, WindowSettings, run_offline
+from .batches import CausalDecode, CausalEncode, WindowedDecode, run_offline
+from .settings import EngineSettings, WindowSettings
 from .streams import (
     _END,
     DecodeStream,
@@ -49,37 +50,9 @@ from .streams import (
     check_audio_chunk,
     check_token_chunk,
 )
+from .warmup import Warmup
 
 log = logging.getLogger("audiotok.server")
-
-
-@dataclass(frozen=True)
-class EngineSettings:
-    max_streams: int = 64  # open streams per model (batch slots)
-    max_batch: int = 16  # streams per step
-    max_step_frames: int = 8  # frames one stream contributes to a step
-    max_backlog_seconds: float = 60.0  # a stream's waiting input, or unread output, at most
-    max_queued_requests: int = 256  # offline requests waiting, per model
-    batch_wait_ms: float = 2.0  # offline requests arriving within this window run together
-    step_wait_ms: float = 20.0  # a stream step waits this long at most for other streams' frames
-    max_offline_batch: int = 16  # offline requests per batch
-    max_offline_batch_seconds: float = 120.0  # audio per offline batch
-    max_request_seconds: float = 600.0  # one offline request's audio
-    # non-causal codecs' stream windows; None: each codec's own (Codec.stream_window)
-    window: WindowSettings | None = None
-
-    def __post_init__(self):
-        for name in ("max_streams", "max_batch", "max_step_frames", "max_queued_requests",
-                     "max_offline_batch"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
-        for name in ("max_backlog_seconds", "max_offline_batch_seconds",
-                     "max_request_seconds"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        for name in ("batch_wait_ms", "step_wait_ms"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must not be negative, got {getattr(self, name)}")
 
 
 class Histogram:
@@ -170,6 +143,8 @@ class Engine:
         self._ids = itertools.count(1)
         self.worker: threading.Thread | None = None
         self._due_at: float | None = None  # when a deferred batch is due (worker's wait)
+        self.warming = Warmup()  # start_warmup() plans it; the worker runs it between steps
+        self._on_warm = None
         if start:
             self.worker = threading.Thread(target=self._loop, name="audiotok-engine",
                                            daemon=True)
@@ -304,32 +279,74 @@ class Engine:
                            "queued_frames": sum(s.held for s in m.streams if s.unit == "frame")}
                     for name, m in self.models.items()}
 
+    def start_warmup(self, on_model_done=None) -> None:
+        """Queue the warm-up (warmup.py): every model's step shapes, run by the worker between
+        real work, first phase first. `on_model_done(model, ModelWarmup)` is called (on the
+        worker) as each model finishes. Streams and requests are served meanwhile."""
+        shapes = {}
+        rows = self.settings.max_batch
+        for name, served in self.models.items():
+            for kind, runner in served.runners.items():
+                capacity = runner.table.capacity if hasattr(runner, "table") else rows
+                shapes[name, kind] = runner.warm_shapes(min(rows, capacity))
+        with self.cond:
+            self._on_warm = on_model_done
+            self.warming.plan(shapes)
+            self.cond.notify_all()
+
     def warmup(self) -> float:
-        """Run every batch size 1..max_batch (one frame each) and every frame count
-        1..max_step_frames (one stream) once per causal stream kind, on slots that are then
-        reset, so the first real steps do not pay for new kernel shapes (a new shape's first
-        call costs about twice a later one on the CPU); with CUDA graphs, every (batch, frames)
-        bucket, so that no graph is captured while serving. Call before serving; returns
-        seconds."""
+        """Warm every step shape now (start_warmup, then wait for the whole plan; without a
+        worker, run it here). Returns seconds."""
         start = time.perf_counter()
-        s = self.settings
-        for served in self.models.values():
-            for runner in served.runners.values():
-                if not hasattr(runner, "table"):
-                    continue
-                with self.cond:
-                    slots = []
-                    while len(slots) < s.max_batch and (slot := runner.table.acquire()) \
-                            is not None:
-                        slots.append(slot)
-                try:
-                    for b, frames in runner.warm_shapes(len(slots)):
-                        runner.warm(slots[:b], frames)
-                finally:
-                    with self.cond:
-                        for slot in slots:
-                            runner.table.release(slot)
+        self.start_warmup()
+        if self.worker is None:
+            while self._warm_one():
+                pass
+        else:
+            with self.cond:
+                self.cond.wait_for(lambda: self.warming.complete() or self.stopping)
         return time.perf_counter() - start
+
+    def ready(self) -> bool:
+        """Whether the warm-up's first phase is done (True when none was started)."""
+        with self.cond:
+            return self.warming.ready()
+
+    def warmup_status(self) -> dict:
+        """Per model: shapes, done, ready, complete, compute seconds, and when (seconds after the
+        start) the first phase and the whole warm-up were done."""
+        with self.cond:
+            return self.warming.status()
+
+    def _warm_one(self) -> bool:
+        """Run the next warm-up shape (worker thread); False when none is left. Its slots are
+        leased like a stream's; if fewer are free (real streams hold them), fewer run."""
+        with self.cond:
+            task = self.warming.next()
+            if task is None:
+                return False
+            runner = self.models[task.model].runners[task.kind]
+            table = getattr(runner, "table", None)
+            slots = []
+            while table is not None and len(slots) < task.streams and \
+                    (slot := table.acquire()) is not None:
+                slots.append(slot)
+        start = time.perf_counter()
+        try:
+            if table is None or slots:
+                runner.warm(slots, task.frames)
+        except Exception:  # noqa: BLE001 - a shape that fails here fails for its stream later
+            log.exception("audiotok engine: warming %s %s (%d x %d) failed", task.model,
+                          task.kind, task.streams, task.frames)
+        finally:
+            with self.cond:
+                for slot in slots:
+                    table.release(slot)
+                m = self.warming.record(task, time.perf_counter() - start)
+                self.cond.notify_all()
+        if m.finished is not None and m.done == m.total and self._on_warm is not None:
+            self._on_warm(task.model, m)
+        return True
 
     def table_in_use(self) -> int:
         """Batch slots leased, over every model and stream kind."""
@@ -370,11 +387,12 @@ class Engine:
                 self._run_offline(served, batch)
             else:
                 self._run_streams(served, kind, batch, work)
+        warmed = self.warming.pending() and self._warm_one()  # one shape between steps
         with self.cond:
             for served in self.models.values():
                 self._retire(served)
             self.cond.notify_all()  # close() waits for the streams and requests to be done
-        return bool(jobs)
+        return bool(jobs) or warmed
 
     def _run_streams(self, served: Served, kind: str, batch: list[Stream], work: list) -> None:
         runner = served.runners[kind]
@@ -494,6 +512,8 @@ class Engine:
         served.streams[:] = keep
 
     def _has_work(self) -> bool:
+        if self.warming.pending():
+            return True
         for served in self.models.values():
             if served.requests:
                 return True
@@ -529,6 +549,7 @@ class Engine:
         deadline = time.monotonic() + timeout
         with self.cond:
             self.accepting = False
+            self.warming.tasks.clear()  # what is not warm yet will not be needed
         if self.worker is None:  # driven by step(): run what is left here
             while not self._drained() and time.monotonic() < deadline and self.step():
                 pass

@@ -16,6 +16,15 @@ class _Collector:
     def __init__(self, state):
         self.state = state
 
+    def _http(self):
+        from prometheus_client.core import CounterMetricFamily
+
+        c = CounterMetricFamily("audiotok_http_requests", "HTTP responses by route and status.",
+                                labels=["route", "status"])
+        for (route, status), n in list(self.state.requests.items()):
+            c.add_metric([route, str(status)], n)
+        yield c
+
     def collect(self):
         from prometheus_client.core import (
             CounterMetricFamily,
@@ -24,6 +33,19 @@ class _Collector:
         )
 
         engine = self.state.engine
+        g = GaugeMetricFamily("audiotok_draining", "1 while shutting down.")
+        g.add_metric([], int(self.state.draining))
+        yield g
+        g = GaugeMetricFamily("audiotok_websockets", "Open WebSocket streams.")
+        g.add_metric([], self.state.websockets)
+        yield g
+        if engine is None:  # the models are still loading
+            g = GaugeMetricFamily("audiotok_ready", "1 once every model's first warm-up phase "
+                                  "is done (/readyz 200).")
+            g.add_metric([], 0)
+            yield g
+            yield from self._http()
+            return
         load = engine.load()
         with engine.cond:
             stats = engine.stats
@@ -44,12 +66,27 @@ class _Collector:
             for model, values in load.items():
                 g.add_metric([model], values[key])
             yield g
-        g = GaugeMetricFamily("audiotok_websockets", "Open WebSocket streams.")
-        g.add_metric([], self.state.websockets)
+        warmup = engine.warmup_status()
+        g = GaugeMetricFamily("audiotok_ready", "1 once every model's first warm-up phase is "
+                              "done (/readyz 200).")
+        g.add_metric([], int(engine.ready()))
         yield g
-        g = GaugeMetricFamily("audiotok_draining", "1 while shutting down.")
-        g.add_metric([], int(self.state.draining))
-        yield g
+        for name, doc, key in (
+                ("audiotok_warmup_seconds", "Compute time spent warming up, per model.",
+                 "seconds"),
+                ("audiotok_warmup_ready_after_seconds", "Seconds from the warm-up's start to "
+                 "the end of its first phase, per model.", "ready_after_s"),
+                ("audiotok_warmup_complete_after_seconds", "Seconds from the warm-up's start "
+                 "to its end, per model.", "complete_after_s"),
+                ("audiotok_warmup_shapes", "Step shapes the warm-up runs, per model.",
+                 "shapes"),
+                ("audiotok_warmup_shapes_done", "Step shapes warmed so far, per model.",
+                 "done")):
+            g = GaugeMetricFamily(name, doc, labels=["model"])
+            for model, values in warmup.items():
+                if values[key] is not None:
+                    g.add_metric([model], values[key])
+            yield g
         c = CounterMetricFamily("audiotok_steps", "Engine batches run.",
                                 labels=["model", "kind"])
         for (model, kind), n in steps.items():
@@ -70,11 +107,7 @@ class _Collector:
         for kind, n in errors.items():
             c.add_metric([kind], n)
         yield c
-        c = CounterMetricFamily("audiotok_http_requests", "HTTP responses by route and status.",
-                                labels=["route", "status"])
-        for (route, status), n in list(self.state.requests.items()):
-            c.add_metric([route, str(status)], n)
-        yield c
+        yield from self._http()
         for name, doc in (("batch", "Streams or requests per engine batch."),
                           ("step", "Seconds per engine batch."),
                           ("first_audio", "Seconds from a stream's first push to its first "

@@ -38,8 +38,8 @@ class Replica:
         window = engine_settings.pop("window")
         window = None if window is None else WindowSettings(**window)
         self.engine = Engine(codecs, EngineSettings(**engine_settings, window=window))
-        if warmup:
-            self.engine.warmup()
+        if warmup:  # in the engine's worker, while the replica serves
+            self.engine.start_warmup()
         self.settings = ServerSettings(**server_settings)
 
     def __serve_build_asgi_app__(self):

@@ -25,21 +25,12 @@ import numpy as np
 import torch
 
 from ..codec import _as_token_tensor
-from ..errors import AudioError, AudiotokError, CodesError
+from ..errors import AudioError, CodesError
 from ..tokencheck import within_codebooks
+from .errors import EngineBusy, EngineError, StreamClosed
 
-
-class EngineError(AudiotokError):
-    """A request the engine cannot take (see the subclasses)."""
-
-
-class EngineBusy(EngineError):
-    """Admission refused: too many streams or queued requests, or a stream's backlog is full.
-    Try again later (HTTP 429, WebSocket close 1013)."""
-
-
-class StreamClosed(EngineError):
-    """Input to a stream that has finished, failed or been aborted, or to a closed engine."""
+__all__ = ["DecodeStream", "EncodeStream", "EngineBusy", "EngineError", "Stream",
+           "StreamClosed"]
 
 
 _END = object()

@@ -22,6 +22,7 @@ import json
 import numpy as np
 
 from ..errors import AudiotokError
+from .errors import EngineBusy, StreamClosed
 from .protocol import (
     check_sample_format,
     pcm_bytes,
@@ -30,7 +31,6 @@ from .protocol import (
     tokens_from_json,
     tokens_to_binary,
 )
-from .streams import EngineBusy, StreamClosed
 
 
 class Close(Exception):
@@ -96,6 +96,11 @@ async def _session(ws, state, kind: str) -> None:
         if first is None:
             return
         start = _json(first, ("start",))
+        if state.engine is None:  # the models are still loading: wait for them
+            try:
+                await state.get_engine()
+            except Exception as e:  # noqa: BLE001 - HTTPError of the app: loading failed
+                raise Close(1011, str(e)) from None
         stream, ready, read_input, write_output = _open(state, kind, start)
         await ws.send_text(json.dumps(ready))
         state.websockets += 1
