@@ -26,6 +26,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import numpy as np
@@ -48,10 +49,17 @@ def start_server(model: str, dtype: str, threads: int, max_batch: int, max_strea
         if not line:
             break
         m = re.search(r"on http://127\.0\.0\.1:(\d+)", line)
-        if m:
-            return p, int(m.group(1))
+        if m:  # it listens at once; measure only once it is warmed up (/readyz 200)
+            port = int(m.group(1))
+            while time.monotonic() < deadline and p.poll() is None:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5):
+                        return p, port
+                except OSError:  # 503 (HTTPError) while loading and warming up, or no answer
+                    time.sleep(0.1)
+            break
     p.kill()
-    raise RuntimeError("the server did not start")
+    raise RuntimeError("the server did not start, or was not ready within 600 s")
 
 
 async def one_stream(port: int, tokens: np.ndarray, push: int, frame_rate: float,

@@ -29,3 +29,20 @@ def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
     if rule == "floor":
         return num_samples // samples_per_frame
     raise ValueError(f"unknown frame rule {rule!r}; expected one of {FRAME_RULES}")
+
+
+class FrameMath:
+    """`frame_rate` and `num_frames` from `sample_rate`, `samples_per_frame` and `frame_rule`:
+    shared by the torch codecs and the ONNX runtime's codec."""
+
+    sample_rate: int
+    samples_per_frame: int
+    frame_rule: str
+
+    @property
+    def frame_rate(self) -> float:
+        return self.sample_rate / self.samples_per_frame
+
+    def num_frames(self, num_samples: int) -> int:
+        """Code frames for `num_samples` samples at the codec's rate (its frame_rule)."""
+        return frames_for(self.frame_rule, num_samples, self.samples_per_frame)

@@ -16,7 +16,7 @@ from torch import nn
 
 from ._version import __version__
 from .audio import AudioItem, to_items
-from .chunking import frames_for
+from .chunking import FrameMath
 from .codes import Codes
 from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 _ANNOUNCED: set[str] = set()
 
 
-class Codec:
+class Codec(FrameMath):
     """A loaded codec. A family's subclass (models/<family>/codec.py) sets `family` and the
     capability attributes, the facts in __init__, and implements `from_checkpoint`,
     `_encode_batch` (or `_encode_items`) and `_decode_batch`."""
@@ -84,14 +84,6 @@ class Codec:
     @property
     def licence(self) -> str:
         return self.family.licence
-
-    @property
-    def frame_rate(self) -> float:
-        return self.sample_rate / self.samples_per_frame
-
-    def num_frames(self, num_samples: int) -> int:
-        """Code frames for `num_samples` samples at the codec's rate (its frame_rule)."""
-        return frames_for(self.frame_rule, num_samples, self.samples_per_frame)
 
     def info(self) -> dict:
         bits = sum(float(np.log2(s)) for s in self.codebook_sizes)

@@ -160,20 +160,20 @@ def test_generic_layouts():
 def test_tokenize_llm_column(tmp_path, fish_tok, llasa_tok):
     """`tokenize --llm`: each row's llm_ids are the scheme's ids of its tokens; another scheme on
     a rerun is refused."""
-    import subprocess
-    import sys
-
     import pyarrow.parquet as pq
+    from click.testing import CliRunner
 
+    from audiotok.cli import main
     from tests.pipeline.conftest import S2_MODEL, XC_MODEL, make_corpus
 
     corpus = make_corpus(tmp_path / "corpus", {"a.wav": (1.3, 44100, 1), "b.wav": (0.7, 16000, 1)},
                          bad=False)
 
-    def run(model, out, *llm):
-        return subprocess.run([sys.executable, "-m", "audiotok", "tokenize", str(corpus), "-m",
-                               model, "-o", str(out), "--workers", "0", "-q", *llm],
-                              capture_output=True, text=True)
+    def run(model, out, *llm):  # in this process: the command as a user runs it
+        r = CliRunner().invoke(main, ["tokenize", str(corpus), "-m", model, "-o", str(out),
+                                      "--workers", "0", "-q", *llm])
+        r.returncode = r.exit_code
+        return r
 
     def rows(out):
         return [r for f in sorted(out.glob("*.parquet")) for r in pq.read_table(f).to_pylist()]

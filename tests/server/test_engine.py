@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from audiotok.errors import AudioError, CodesError
@@ -42,11 +42,27 @@ def schedules(draw):
     return streams, draw(st.integers(1, 16)), draw(st.integers(1, 8)), draw(st.integers(0, 10**6))
 
 
+def _streams(n, frames, pushes, opens, pace):
+    return [dict(frames=frames(i), pushes=pushes, opens=opens(i), pace=pace(i)) for i in range(n)]
+
+
+# the corners first, then random schedules: the most streams, one per step and one frame each;
+# every stream in every step with up to 8 frames, opening and pacing apart; one lone frame
+CORNERS = [(_streams(16, lambda i: 12, [8], lambda i: 0, lambda i: 1), 1, 1, 1),
+           (_streams(16, lambda i: 1 + 5 * i % 40, [1, 8, 3], lambda i: i % 13,
+                     lambda i: 1 + i % 3), 16, 8, 2),
+           (_streams(1, lambda i: 1, [1], lambda i: 0, lambda i: 1), 16, 8, 3)]
+
+
 @settings(max_examples=25, **SETTINGS)
 @given(plan=schedules())
+@example(plan=CORNERS[0])
+@example(plan=CORNERS[1])
+@example(plan=CORNERS[2])
 def test_decode_streams_equal_offline_under_random_schedules(s2_codec, plan):
     """Streams open, push 1..8 frames at a time and finish at random steps, batches of 1..16
-    with any number of frames per stream: each stream's audio equals offline decode."""
+    with any number of frames per stream: each stream's audio equals offline decode; the corners
+    first, then 25 random schedules."""
     streams, max_batch, max_step_frames, seed = plan
     engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=16, max_batch=max_batch,
                                                      max_step_frames=max_step_frames),
@@ -419,8 +435,8 @@ def test_a_long_backlog_does_not_pad_every_row(s2_codec):
 def test_warmup_runs_between_real_steps(s2_codec, xc_codec):
     """start_warmup plans every shape, the first phase ((1 stream, 1 frame) per model and kind)
     first; the worker runs one shape per step, between the real work, so a stream opened during
-    warm-up is served at once and exactly; the engine is ready after the first phase and
-    complete after the last shape, with no slot left leased."""
+    warm-up is served at once and exactly; the engine is ready when every shape is done, with
+    no slot left leased."""
     engine = Engine({"s2": s2_codec, "xc": xc_codec},
                     EngineSettings(max_streams=4, max_batch=3, max_step_frames=3), start=False)
     assert engine.ready() and engine.warmup_status() == {}  # no warm-up asked for: ready
@@ -437,22 +453,51 @@ def test_warmup_runs_between_real_steps(s2_codec, xc_codec):
     got = s.available()
     assert sum(p.shape[0] for p in got) == 3 * s2_codec.samples_per_frame
     steps = 1
-    while not engine.ready():
+    while any(m["first_phase_after_s"] is None for m in engine.warmup_status().values()):
         assert engine.step()
         steps += 1
     assert steps == 3  # the first phase: three shapes, one per step
     status = engine.warmup_status()
-    assert all(m["ready"] for m in status.values()) and not status["s2"]["complete"]
-    assert status["xc"]["complete"] and status["xc"]["ready_after_s"] is not None
+    assert not engine.ready() and not status["s2"]["complete"] and status["s2"]["done"] == 2
+    assert status["xc"]["complete"] and status["xc"]["first_phase_after_s"] is not None
     s.push(tokens[:, 3:])
     s.finish()
     while engine.step():
         pass
     status = engine.warmup_status()
+    assert engine.ready()
     assert status["s2"]["complete"] and status["s2"]["done"] == status["s2"]["shapes"] == 10
     assert status["s2"]["seconds"] > 0 and status["s2"]["complete_after_s"] >= \
-        status["s2"]["ready_after_s"]
+        status["s2"]["first_phase_after_s"]
     got += list(s)
     want = s2_codec.decode(tokens)[0, 0].numpy()
     assert np.abs(np.concatenate(got) - want).max() <= TOL
     assert engine.table_in_use() == 0
+
+
+def test_a_stream_opened_while_warmup_holds_the_last_slot_is_served(s2_codec):
+    """With one slot, a stream opened while a warm-up step holds it is admitted (not refused),
+    gets the slot when that step ends, and decodes exactly."""
+    engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=1, max_batch=1), start=False)
+    runner = engine.models["s2"].runners["decode"]
+    warm, opened = runner.warm, []
+
+    def warm_and_open(slots, frames):
+        if not opened:  # a client arrives during the first warm-up step
+            assert runner.table.in_use == 1
+            opened.append(engine.open_decode_stream("s2"))
+            assert opened[0].slot is None
+        warm(slots, frames)
+
+    runner.warm = warm_and_open
+    engine.start_warmup()
+    tokens = random_tokens(s2_codec, 7, 5)
+    assert engine.step() and opened and opened[0].slot is not None
+    s = opened[0]
+    s.push(tokens)
+    s.finish()
+    while engine.step():
+        pass
+    want = s2_codec.decode(tokens)[0, 0].numpy()
+    assert np.abs(np.concatenate(list(s)) - want).max() <= TOL
+    assert engine.warmup_status()["s2"]["complete"] and engine.table_in_use() == 0

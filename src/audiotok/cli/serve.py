@@ -80,8 +80,9 @@ def served_name(spec: str) -> tuple[str, str]:
               help="On CUDA: replay offline batches and stream steps (streams and frames "
                    "padded to 1, 2, 4 ... 256) as CUDA graphs. Ignored on other devices.")
 @click.option("--no-warmup", is_flag=True,
-              help="Skip the warm-up (every batch size and frame count run once, while the "
-                   "server already serves; /readyz answers 503 until its first phase is done).")
+              help="Skip the warm-up: /readyz answers 200 once the models are loaded. Without "
+                   "it every batch size and frame count runs once (batch 1 first) while the "
+                   "server already serves, and /readyz answers 200 when that is done.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
@@ -150,9 +151,9 @@ def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
                    err=True)
 
     def warmed(model: str, m) -> None:
-        click.echo(f"audiotok: warmed up {model}: {m.done} step shapes, ready after "
-                   f"{m.ready_at - m.started:.1f} s, all after {m.finished - m.started:.1f} s "
-                   f"({m.seconds:.1f} s of compute)", err=True)
+        click.echo(f"audiotok: warmed up {model}: {m.done} step shapes in "
+                   f"{m.finished - m.started:.1f} s ({m.seconds:.1f} s of compute; batch 1 "
+                   f"after {m.first_at - m.started:.1f} s)", err=True)
 
     error = run(load_engine, settings, host, port, log_level, ready, warmup=not no_warmup,
                 warmed=warmed)

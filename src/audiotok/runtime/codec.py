@@ -11,7 +11,7 @@ import numpy as np
 
 from .._version import __version__
 from ..audio import to_items
-from ..chunking import context_windows, frames_for
+from ..chunking import FrameMath, context_windows
 from ..codes import Codes, as_numpy
 from ..errors import AudiotokError, CheckpointError, CodesError
 from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
@@ -20,7 +20,7 @@ MANIFEST = "audiotok_onnx.json"
 _ANNOUNCED: set[str] = set()
 
 
-class OnnxCodec:
+class OnnxCodec(FrameMath):
     """A codec exported to ONNX, run by onnxruntime (CPU unless `providers` say otherwise)."""
 
     def __init__(self, folder: str | os.PathLike, *, threads: int | None = None,
@@ -66,13 +66,6 @@ class OnnxCodec:
             _ANNOUNCED.add(self.name)
             print(f"audiotok: {self.title} weights are under the {self.licence}.",
                   file=sys.stderr)
-
-    @property
-    def frame_rate(self) -> float:
-        return self.sample_rate / self.samples_per_frame
-
-    def num_frames(self, num_samples: int) -> int:
-        return frames_for(self.frame_rule, num_samples, self.samples_per_frame)
 
     def info(self) -> dict:
         return {"codec": self.name, "model": self.title, "runtime": "onnxruntime",

@@ -145,6 +145,7 @@ class Engine:
         self._due_at: float | None = None  # when a deferred batch is due (worker's wait)
         self.warming = Warmup()  # start_warmup() plans it; the worker runs it between steps
         self._on_warm = None
+        self._warm_held: dict[tuple[str, str], int] = {}  # slots a warm-up step holds
         if start:
             self.worker = threading.Thread(target=self._loop, name="audiotok-engine",
                                            daemon=True)
@@ -174,7 +175,9 @@ class Engine:
                                  f"(max_streams {self.settings.max_streams}); try again later")
             if hasattr(runner, "table"):
                 s.slot = runner.table.acquire()
-                if s.slot is None:  # slots of aborted streams not yet reset
+                # a warm-up step holding slots gives them back after that step (_warm_one); the
+                # slots of aborted streams not yet reset come back at the next step
+                if s.slot is None and not self._warm_held.get((model, s.kind)):
                     raise EngineBusy(f"model {model!r}: no free {s.kind} slot; try again later")
             served.streams.append(s)
         return s
@@ -308,12 +311,12 @@ class Engine:
         return time.perf_counter() - start
 
     def ready(self) -> bool:
-        """Whether the warm-up's first phase is done (True when none was started)."""
+        """Whether every model is warmed up (True when no warm-up was started)."""
         with self.cond:
-            return self.warming.ready()
+            return self.warming.complete()
 
     def warmup_status(self) -> dict:
-        """Per model: shapes, done, ready, complete, compute seconds, and when (seconds after the
+        """Per model: shapes, done, complete, compute seconds, and when (seconds after the
         start) the first phase and the whole warm-up were done."""
         with self.cond:
             return self.warming.status()
@@ -331,6 +334,7 @@ class Engine:
             while table is not None and len(slots) < task.streams and \
                     (slot := table.acquire()) is not None:
                 slots.append(slot)
+            self._warm_held[task.model, task.kind] = len(slots)
         start = time.perf_counter()
         try:
             if table is None or slots:
@@ -342,6 +346,10 @@ class Engine:
             with self.cond:
                 for slot in slots:
                     table.release(slot)
+                self._warm_held[task.model, task.kind] = 0
+                for s in self.models[task.model].streams:  # opened while this step held slots
+                    if s.kind == task.kind and s.slot is None and s.active:
+                        s.slot = table.acquire()
                 m = self.warming.record(task, time.perf_counter() - start)
                 self.cond.notify_all()
         if m.finished is not None and m.done == m.total and self._on_warm is not None:
@@ -373,7 +381,7 @@ class Engine:
                 self._retire(served)
                 for kind, runner in served.runners.items():
                     ready = [s for s in served.streams if s.kind == kind and s.active
-                             and runner.ready(s)]
+                             and runner.ready(s) and _has_slot(s, runner)]
                     if not ready or (windows and not self._batch_due(served, kind, ready, now)):
                         continue
                     ready.sort(key=Stream.deadline)
@@ -583,3 +591,8 @@ class Engine:
     def __exit__(self, *exc) -> None:
         self.close()
 
+
+def _has_slot(s: Stream, runner) -> bool:
+    """Whether the stream can run: it has its batch slot (a stream opened while a warm-up step
+    held the last ones gets one when that step ends), or its runner needs none."""
+    return s.slot is not None or not hasattr(runner, "table")

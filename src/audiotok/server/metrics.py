@@ -12,6 +12,9 @@ def metrics_text(state) -> tuple[bytes, str]:
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 
+READY_DOC = "1 once every model is warmed up (/readyz 200)."
+
+
 class _Collector:
     def __init__(self, state):
         self.state = state
@@ -40,8 +43,7 @@ class _Collector:
         g.add_metric([], self.state.websockets)
         yield g
         if engine is None:  # the models are still loading
-            g = GaugeMetricFamily("audiotok_ready", "1 once every model's first warm-up phase "
-                                  "is done (/readyz 200).")
+            g = GaugeMetricFamily("audiotok_ready", READY_DOC)
             g.add_metric([], 0)
             yield g
             yield from self._http()
@@ -67,15 +69,15 @@ class _Collector:
                 g.add_metric([model], values[key])
             yield g
         warmup = engine.warmup_status()
-        g = GaugeMetricFamily("audiotok_ready", "1 once every model's first warm-up phase is "
-                              "done (/readyz 200).")
+        g = GaugeMetricFamily("audiotok_ready", READY_DOC)
         g.add_metric([], int(engine.ready()))
         yield g
         for name, doc, key in (
                 ("audiotok_warmup_seconds", "Compute time spent warming up, per model.",
                  "seconds"),
-                ("audiotok_warmup_ready_after_seconds", "Seconds from the warm-up's start to "
-                 "the end of its first phase, per model.", "ready_after_s"),
+                ("audiotok_warmup_first_phase_after_seconds", "Seconds from the warm-up's "
+                 "start to the end of its first phase (batch 1), per model.",
+                 "first_phase_after_s"),
                 ("audiotok_warmup_complete_after_seconds", "Seconds from the warm-up's start "
                  "to its end, per model.", "complete_after_s"),
                 ("audiotok_warmup_shapes", "Step shapes the warm-up runs, per model.",

@@ -3,9 +3,9 @@ about twice a later one on the CPU; with CUDA graphs, a capture), in the engine'
 real work, so that a server answers at once and serves while it warms.
 
 Two phases: first, for every model and stream kind, one stream at one frame (what a new stream
-with the default push runs); then every other batch size and frame count. The engine is ready
-(/readyz 200) when the first phase is done; the second goes on in the background, one shape
-between real steps, and its progress is reported too.
+with the default push runs), so that the first streams are fast early; then every other batch
+size and frame count. The engine is ready (/readyz 200) when every shape of every model is done
+(docs/serving.md gives the times measured). Progress is reported throughout.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ class ModelWarmup:
     first_done: int = 0
     seconds: float = 0.0  # compute time spent warming
     started: float | None = None  # time.monotonic() of the start
-    finished: float | None = None  # ... when every shape was done
-    ready_at: float | None = None  # ... when the first phase was done
+    first_at: float | None = None  # ... when the first phase was done
+    finished: float | None = None  # ... when every shape was done (the model is warm)
 
     def as_dict(self) -> dict:
-        return {"shapes": self.total, "done": self.done, "ready": self.ready_at is not None,
-                "complete": self.finished is not None, "seconds": round(self.seconds, 3),
-                "ready_after_s": _since(self.started, self.ready_at),
+        return {"shapes": self.total, "done": self.done, "complete": self.finished is not None,
+                "seconds": round(self.seconds, 3),
+                "first_phase_after_s": _since(self.started, self.first_at),
                 "complete_after_s": _since(self.started, self.finished)}
 
 
@@ -70,7 +70,7 @@ class Warmup:
                 m.first_total += is_first
         for m in self.models.values():
             if m.total == 0:  # nothing to warm (no stream runner): ready at once
-                m.ready_at = m.finished = now
+                m.first_at = m.finished = now
         self.tasks.extend(first + rest)
         self.started = True
 
@@ -87,17 +87,14 @@ class Warmup:
         m.seconds += seconds
         if task.first:
             m.first_done += 1
-        if m.ready_at is None and m.first_done == m.first_total:
-            m.ready_at = now
+        if m.first_at is None and m.first_done == m.first_total:
+            m.first_at = now
         if m.done == m.total:
             m.finished = now
         return m
 
-    def ready(self) -> bool:
-        """Every model's first phase is done (True when no warm-up was asked for)."""
-        return all(m.ready_at is not None for m in self.models.values())
-
     def complete(self) -> bool:
+        """Every model is warm (True when no warm-up was asked for)."""
         return not self.tasks and all(m.finished is not None for m in self.models.values())
 
     def status(self) -> dict:
