@@ -17,3 +17,11 @@ class EngineBusy(EngineError):
 
 class StreamClosed(EngineError):
     """Input to a stream that has finished, failed or been aborted, or to a closed engine."""
+
+
+class HTTPError(Exception):
+    """A request the web app refuses, with its HTTP status."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
