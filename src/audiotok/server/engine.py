@@ -352,7 +352,7 @@ class Engine:
                         s.slot = table.acquire()
                 m = self.warming.record(task, time.perf_counter() - start)
                 self.cond.notify_all()
-        if m.finished is not None and m.done == m.total and self._on_warm is not None:
+        if m.done == m.total and self._on_warm is not None:  # the model's last shape
             self._on_warm(task.model, m)
         return True
 

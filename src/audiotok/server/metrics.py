@@ -12,7 +12,25 @@ def metrics_text(state) -> tuple[bytes, str]:
     return generate_latest(registry), CONTENT_TYPE_LATEST
 
 
-READY_DOC = "1 once every model is warmed up (/readyz 200)."
+def _ready(ready: bool):
+    from prometheus_client.core import GaugeMetricFamily
+
+    g = GaugeMetricFamily("audiotok_ready", "1 once every model is warmed up (/readyz 200).")
+    g.add_metric([], int(ready))
+    return g
+
+
+def _per_model(specs, rows: dict):
+    """A gauge per (name, doc, key) of `specs`, labelled by model, from rows[model][key] (a
+    value that is None is left out)."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    for name, doc, key in specs:
+        g = GaugeMetricFamily(name, doc, labels=["model"])
+        for model, values in rows.items():
+            if values[key] is not None:
+                g.add_metric([model], values[key])
+        yield g
 
 
 class _Collector:
@@ -43,9 +61,7 @@ class _Collector:
         g.add_metric([], self.state.websockets)
         yield g
         if engine is None:  # the models are still loading
-            g = GaugeMetricFamily("audiotok_ready", READY_DOC)
-            g.add_metric([], 0)
-            yield g
+            yield _ready(False)
             yield from self._http()
             return
         load = engine.load()
@@ -58,37 +74,22 @@ class _Collector:
             hists = {name: (h.bounds, list(h.counts), h.count, h.sum) for name, h in
                      (("batch", stats.batch_hist), ("step", stats.step_hist),
                       ("first_audio", stats.first_audio))}
-        for name, doc, key in (
-                ("audiotok_open_streams", "Open streams per model.", "streams"),
-                ("audiotok_queued_requests", "Offline requests waiting per model.",
-                 "queued_requests"),
-                ("audiotok_queued_frames", "Token frames waiting in decode streams.",
-                 "queued_frames")):
-            g = GaugeMetricFamily(name, doc, labels=["model"])
-            for model, values in load.items():
-                g.add_metric([model], values[key])
-            yield g
-        warmup = engine.warmup_status()
-        g = GaugeMetricFamily("audiotok_ready", READY_DOC)
-        g.add_metric([], int(engine.ready()))
-        yield g
-        for name, doc, key in (
-                ("audiotok_warmup_seconds", "Compute time spent warming up, per model.",
-                 "seconds"),
-                ("audiotok_warmup_first_phase_after_seconds", "Seconds from the warm-up's "
-                 "start to the end of its first phase (batch 1), per model.",
-                 "first_phase_after_s"),
-                ("audiotok_warmup_complete_after_seconds", "Seconds from the warm-up's start "
-                 "to its end, per model.", "complete_after_s"),
-                ("audiotok_warmup_shapes", "Step shapes the warm-up runs, per model.",
-                 "shapes"),
-                ("audiotok_warmup_shapes_done", "Step shapes warmed so far, per model.",
-                 "done")):
-            g = GaugeMetricFamily(name, doc, labels=["model"])
-            for model, values in warmup.items():
-                if values[key] is not None:
-                    g.add_metric([model], values[key])
-            yield g
+        yield from _per_model((
+            ("audiotok_open_streams", "Open streams per model.", "streams"),
+            ("audiotok_queued_requests", "Offline requests waiting per model.",
+             "queued_requests"),
+            ("audiotok_queued_frames", "Token frames waiting in decode streams.",
+             "queued_frames")), load)
+        yield _ready(engine.ready())
+        yield from _per_model((
+            ("audiotok_warmup_seconds", "Compute time spent warming up, per model.", "seconds"),
+            ("audiotok_warmup_first_phase_after_seconds", "Seconds from the warm-up's start to "
+             "the end of its first phase (batch 1), per model.", "first_phase_after_s"),
+            ("audiotok_warmup_complete_after_seconds", "Seconds from the warm-up's start to its "
+             "end, per model.", "complete_after_s"),
+            ("audiotok_warmup_shapes", "Step shapes the warm-up runs, per model.", "shapes"),
+            ("audiotok_warmup_shapes_done", "Step shapes warmed so far, per model.", "done")),
+            engine.warmup_status())
         c = CounterMetricFamily("audiotok_steps", "Engine batches run.",
                                 labels=["model", "kind"])
         for (model, kind), n in steps.items():

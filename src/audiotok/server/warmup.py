@@ -54,7 +54,6 @@ class Warmup:
 
     tasks: deque = field(default_factory=deque)
     models: dict[str, ModelWarmup] = field(default_factory=dict)
-    started: bool = False
 
     def plan(self, shapes: dict[tuple[str, str], list[tuple[int, int]]]) -> None:
         """shapes: (model, kind) -> the (streams, frames) its runner warms; (1, 1) first."""
@@ -72,7 +71,6 @@ class Warmup:
             if m.total == 0:  # nothing to warm (no stream runner): ready at once
                 m.first_at = m.finished = now
         self.tasks.extend(first + rest)
-        self.started = True
 
     def pending(self) -> bool:
         return bool(self.tasks)

@@ -7,13 +7,11 @@ import textwrap
 import numpy as np
 import onnx
 import pytest
-from click.testing import CliRunner
 
 import audiotok
-from audiotok.cli import main
 from audiotok.errors import AudiotokError
 from tests.conftest import XCODEC2_TINY
-from tests.helpers import run_torch_free
+from tests.helpers import export_onnx_cli, run_torch_free
 
 XC_CASES = ("n8000", "n8001", "n319", "n49120", "n144000")
 
@@ -39,9 +37,7 @@ XC_TORCH_FREE = textwrap.dedent("""
 @pytest.fixture(scope="module")
 def xc_folder(tmp_path_factory):
     out = tmp_path_factory.mktemp("onnx") / "xcodec2_tiny_onnx"
-    r = CliRunner().invoke(main, ["export", str(XCODEC2_TINY / "hf"), "--format", "onnx",
-                                  "-o", str(out)], catch_exceptions=False)
-    assert r.exit_code == 0, r.output
+    export_onnx_cli(XCODEC2_TINY / "hf", out)
     return out
 
 
