@@ -2,6 +2,8 @@
 a full-size S2 streaming push (float32).
 
     python benchmarks/few_rows.py --threads 2
+    python benchmarks/few_rows.py --rows 1,2,4,16 \
+        --shapes 1536x512,512x512,2048x512,512x2048,4096x2048   # Mimi's (25 Hz, 2 rows a frame)
 
 For each weight [out, in] and row count: F.linear(x, W) (x @ W^T), W @ x^T with x row-major
 (so x^T is a column-major operand), W @ X with X = x^T stored row-major, and oneDNN's linear on
@@ -66,16 +68,22 @@ def prepacked_forms(weights: list[torch.Tensor], x: torch.Tensor) -> dict:
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--weights", type=int, default=4, help="distinct weights per shape")
+    p.add_argument("--rows", default=",".join(map(str, ROWS)), help="row counts, e.g. 1,2,4")
+    p.add_argument("--shapes", default=None, help="weights OUTxIN, comma-separated (default: "
+                   "S2's)")
     p.add_argument("--prepacked", action="store_true",
                    help="also time the products on prepacked weights (MKL, oneDNN)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     reps = max(args.repeats, 9)
     results = []
-    for out_dim, in_dim in SHAPES:
+    shapes = SHAPES if not args.shapes else [tuple(int(v) for v in s.split("x"))
+                                             for s in args.shapes.split(",")]
+    rows_list = [int(r) for r in args.rows.split(",")]
+    for out_dim, in_dim in shapes:
         weights = [torch.randn(out_dim, in_dim) for _ in range(args.weights)]
         mb = out_dim * in_dim * 4 / 1e6
-        for rows in ROWS:
+        for rows in rows_list:
             x = torch.randn(rows, in_dim)
             ms = {}
             tried = forms(weights, x)

@@ -22,6 +22,7 @@ from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
 from .nn.cuda_graphs import GraphCache
 from .nn.precision import set_precision
+from .nn.streaming import stream_copy, streaming
 from .tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 
 if TYPE_CHECKING:
@@ -45,6 +46,11 @@ class Codec(FrameMath):
     window_frames: int | None = None
     context_frames: int = 0
     stream_window: tuple[int, int, int] = (10, 25, 10)
+    # Causal codecs: long inputs run through the streaming path in pieces of this many frames
+    # (exact): bounded memory, and faster than one huge pass on CPU. None: one pass, as with
+    # CUDA graphs. See _encode_causal / _decode_causal.
+    encode_chunk_frames: int | None = 32
+    decode_chunk_frames: int | None = 32
 
     def __init__(self, model: nn.Module, config, *, source: str = "", device=None,
                  dtype: torch.dtype = torch.float32, cuda_graphs: bool = False):
@@ -72,6 +78,11 @@ class Codec(FrameMath):
     samples_per_frame: int
     num_codebooks: int
     codebook_sizes: tuple[int, ...]
+
+    @property
+    def all_codebook_sizes(self) -> tuple[int, ...]:
+        """Sizes of every codebook the weights hold (codebook_sizes: those encode() gives)."""
+        return self.codebook_sizes
 
     @property
     def name(self) -> str:
@@ -158,6 +169,19 @@ class Codec(FrameMath):
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    def _encode_causal(self, audio: torch.Tensor) -> torch.Tensor:
+        """model.encode(audio) for a causal codec, long inputs in streamed pieces of
+        encode_chunk_frames (the same tokens). A last piece shorter than a frame is the
+        stream's end: the streaming convolutions pad it as an offline pass would."""
+        chunk = self.encode_chunk_frames
+        if self.graphs is not None or chunk is None or \
+                audio.shape[-1] <= chunk * self.samples_per_frame:
+            return self._run("encode", self.model.encode, audio)
+        model = stream_copy(self.model)
+        with streaming(model):
+            return torch.cat([model.encode(piece)
+                              for piece in audio.split(chunk * self.samples_per_frame, -1)], -1)
+
     # -- decode ------------------------------------------------------------------------------
     def decode(self, codes, *, clamp: bool = False) -> torch.Tensor:
         """Audio float32 [B, 1, N] for Codes or integer tokens [B, K, T] / [K, T].
@@ -188,6 +212,27 @@ class Codec(FrameMath):
         item's length in frames)."""
         raise NotImplementedError
 
+    def _decode_causal(self, tokens: torch.Tensor) -> torch.Tensor:
+        """model.decode(tokens) for a causal codec, long inputs in streamed pieces of
+        decode_chunk_frames (the same audio; the padding after an item cannot reach it)."""
+        chunk = self.decode_chunk_frames
+        if self.graphs is not None or chunk is None or tokens.shape[-1] <= chunk:
+            return self._run("decode", self.model.decode, tokens)
+        spf = self.samples_per_frame
+        out = torch.empty(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
+        model = stream_copy(self.model)
+        with streaming(model):
+            for i, piece in enumerate(tokens.split(chunk, -1)):
+                out[..., i * chunk * spf : (i * chunk + piece.shape[-1]) * spf] = \
+                    model.decode(piece)
+        return out
+
+    @property
+    def decode_codebooks(self) -> range:
+        """How many codebook rows decode() takes (the first k of the codec's codebooks):
+        exactly num_codebooks unless the codec decodes any leading subset."""
+        return range(self.num_codebooks, self.num_codebooks + 1)
+
     def _check_codes(self, codes, clamp: bool):
         num_samples = None
         if isinstance(codes, Codes):
@@ -201,13 +246,16 @@ class Codec(FrameMath):
             if tokens.ndim != 3:
                 raise rank_error(tokens.shape)
             lengths = torch.full((tokens.shape[0],), tokens.shape[2])
-        check_batch(tuple(tokens.shape), lengths.tolist(), self.name, self.num_codebooks)
+        allowed = self.decode_codebooks
+        check_batch(tuple(tokens.shape), lengths.tolist(), self.name, allowed)
         t = tokens.shape[-1]
         tokens = tokens.long().clone()
         valid = torch.arange(t)[None, :] < lengths.cpu()[:, None]  # [B, T]
         tokens.masked_fill_(~valid[:, None, :].to(tokens.device), 0)
         host = tokens.cpu().numpy()
-        checked = within_codebooks(host, self.codebook_sizes, clamp, BATCH_PLACE, CLAMP_HINT)
+        sizes = self.codebook_sizes if len(allowed) == 1 else self.all_codebook_sizes
+        checked = within_codebooks(host, sizes[: tokens.shape[1]], clamp, BATCH_PLACE,
+                                   CLAMP_HINT)
         if checked is not host:
             tokens = torch.from_numpy(checked).to(tokens.device)
         return tokens, lengths.cpu().long(), None if num_samples is None else num_samples.cpu()

@@ -16,12 +16,18 @@ def rank_error(shape: tuple) -> CodesError:
     return CodesError(f"tokens must be [B, K, T] or [K, T], got shape {tuple(shape)}")
 
 
-def check_batch(shape: tuple, lengths: list[int], codec: str, num_codebooks: int) -> None:
-    """A [B, K, T] batch with `lengths` valid frames per item, for a codec of num_codebooks."""
+def check_batch(shape: tuple, lengths: list[int], codec: str,
+                num_codebooks: int | range) -> None:
+    """A [B, K, T] batch with `lengths` valid frames per item, for a codec of num_codebooks
+    (or one that decodes any count in a range)."""
     b, k, t = shape
-    if k != num_codebooks:
+    allowed = num_codebooks if isinstance(num_codebooks, range) else \
+        range(num_codebooks, num_codebooks + 1)
+    if k not in allowed:
+        has = f"has {allowed[0]}" if len(allowed) == 1 else \
+            f"decodes {allowed[0]}..{allowed[-1]}"
         raise CodesError(f"tokens have {k} codebooks (shape {tuple(shape)}); the {codec} codec "
-                         f"has {num_codebooks}")
+                         f"{has}")
     if t == 0 or b == 0 or min(lengths) == 0:
         raise CodesError(f"no frames to decode (shape {tuple(shape)}, lengths {list(lengths)})")
 

@@ -13,10 +13,10 @@ from tests.conftest import S2_TINY
 MODEL = str(S2_TINY / "codec.pth")
 
 
-def start_server(*args, api_key=None):
+def start_server(*args, api_key=None, model=MODEL):
     env = dict(os.environ)
     env.pop("AUDIOTOK_API_KEY", None)
-    p = subprocess.Popen([sys.executable, "-m", "audiotok", "serve", "-m", MODEL, "--port", "0",
+    p = subprocess.Popen([sys.executable, "-m", "audiotok", "serve", "-m", model, "--port", "0",
                           "--threads", "1", "--log-level", "warning", *args],
                          stderr=subprocess.PIPE, text=True, env=env)
     lines = []

@@ -14,10 +14,10 @@ def random_tokens(codec, frames: int, seed: int) -> torch.Tensor:
                         for n in codec.codebook_sizes])
 
 
-def run_decode_schedule(engine, codec, streams: list[dict], seed: int) -> None:
+def run_decode_schedule(engine, codec, streams: list[dict], seed: int, name: str = "s2") -> None:
     """streams: dicts of `frames`, `pushes` (push sizes, cycled), `opens` (the step at which it
     opens) and `pace` (it pushes every `pace` steps); pushes are numpy or torch at random. Steps
-    the engine (model "s2") until every stream is done, then checks each against offline decode
+    the engine (model `name`) until every stream is done, then checks each against offline decode
     and that every slot was released."""
     rng = np.random.default_rng(seed)
     todo = [dict(spec, tokens=random_tokens(codec, spec["frames"], seed + i), sent=0,
@@ -26,7 +26,7 @@ def run_decode_schedule(engine, codec, streams: list[dict], seed: int) -> None:
     while any(t["stream"] is None or t["stream"].state in ("open", "finishing") for t in todo):
         for t in todo:
             if t["stream"] is None and step >= t["opens"]:
-                t["stream"] = engine.open_decode_stream("s2")
+                t["stream"] = engine.open_decode_stream(name)
             s = t["stream"]
             if s is None or s.state != "open" or step % t["pace"]:
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,14 +12,48 @@ from tqdm import tqdm
 
 from ..audio import collect_files
 from ..errors import AudiotokError
+from ..models import with_options
 from ..models.registry import DEFAULT_MODEL
 
 CODES_SUFFIXES = {".codes", ".npy"}
 
-model_option = click.option(
+_model_flag = click.option(
     "--model", "-m", default=DEFAULT_MODEL, show_default=True,
     help="Model name (fetched from the Hugging Face Hub on first use) or a local checkpoint "
-         "file or directory.")
+         "file or directory; options may follow as NAME?option=value&... (see --codebooks).")
+
+
+def codec_options(f):
+    """The codec families' load options (`audiotok info --codecs` lists them; e.g.
+    --codebooks), folded into the `model` argument (or every one of `models`) as
+    `?option=value`. A family that does not take an option refuses it at load."""
+    from ..models.registry import FAMILIES
+
+    names: dict[str, list] = {}
+    for family in FAMILIES.values():
+        for name, option in family.options.items():
+            names.setdefault(name, []).append((family, option))
+
+    @functools.wraps(f)
+    def wrapper(*args, **kw):
+        opts = {name: kw.pop(name) for name in names}
+        if kw.get("model") is not None:
+            kw["model"] = with_options(kw["model"], **opts)
+        if kw.get("models"):
+            kw["models"] = tuple(with_options(m, **opts) for m in kw["models"])
+        return f(*args, **kw)
+
+    for name, declared in sorted(names.items(), reverse=True):
+        kind = declared[0][1].type
+        text = "; ".join(f"{family.title}: {option.help}" for family, option in declared)
+        wrapper = click.option(f"--{name}", type=click.IntRange(min=1) if kind is int else str,
+                               default=None, help=f"Load option. {text}.")(wrapper)
+    return wrapper
+
+
+def model_option(f):
+    """--model and the codec options."""
+    return _model_flag(codec_options(f))
 device_option = click.option("--device", default="cpu", show_default=True,
                              help="Torch device, e.g. cpu, cuda, cuda:1.")
 threads_option = click.option("--threads", type=int, default=None,

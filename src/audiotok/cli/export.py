@@ -8,7 +8,7 @@ import click
 
 from ..errors import AudiotokError
 from ..models.registry import FAMILIES, export_formats
-from .common import fail, one_line
+from .common import codec_options, fail, one_line
 
 
 def _format_help() -> str:
@@ -33,6 +33,7 @@ def _dtypes() -> list[str]:
 
 @click.command("export")
 @click.argument("model")
+@codec_options
 @click.option("--format", "fmt", type=click.Choice(list(export_formats())), required=True,
               help=_format_help())
 @click.option("--out", "-o", required=True, type=click.Path(),

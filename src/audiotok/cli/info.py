@@ -10,13 +10,14 @@ import click
 from ..codes import Codes, load_codes
 from ..errors import AudiotokError
 from ..models.registry import FAMILIES
-from .common import DEFAULT_MODEL, device_option, fail, load_codec, one_line
+from .common import DEFAULT_MODEL, codec_options, device_option, fail, load_codec, one_line
 
 
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(exists=True))
 @click.option("--model", "-m", default=None,
               help=f"Model to describe (default {DEFAULT_MODEL} when no files are given).")
+@codec_options
 @click.option("--codecs", is_flag=True,
               help="List the codec families audiotok knows (names, capabilities, licences).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -53,7 +54,7 @@ def _family_facts(family) -> dict:
             "hub": [p.repo_id for p in family.presets], "causal": cls.causal,
             "streaming": "exact" if cls.causal else "windowed (server)",
             "exports": family.export_formats(), "llm_schemes": list(family.llm_schemes),
-            "weights_licence": family.licence}
+            "load_options": dict(family.options) or "none", "weights_licence": family.licence}
 
 
 def _codes_facts(codes: Codes) -> dict:

@@ -10,6 +10,7 @@ import click
 
 from ..errors import AudiotokError
 from ..hub import model_label
+from ..models import split_spec
 from .common import (
     DEFAULT_MODEL,
     DTYPE_NAMES,
@@ -30,7 +31,10 @@ def served_name(spec: str) -> tuple[str, str]:
             raise click.BadParameter(f"expected NAME=PATH, got {spec!r}", param_hint="--model")
         return name, str(Path(model).resolve()) if Path(model).exists() else model
     path = Path(spec)
-    return model_label(spec), str(path.resolve()) if path.exists() else spec
+    if path.exists():
+        return model_label(spec), str(path.resolve())
+    name, options = split_spec(spec)  # NAME?option=value: served as NAME
+    return model_label(str(name)), spec
 
 
 @click.command()

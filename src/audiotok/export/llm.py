@@ -8,7 +8,8 @@ tokenizer with `Vocab`. `scheme_for(name, ...)` finds any of them by name.
 
 Every scheme maps both ways, in id form (numpy integer arrays) and text form
 (`"<|s_12|><|s_7|>"`), and names any id outside its speech range. A scheme class has `name`,
-`for_codec(tokenizer, codebook_sizes)`, `describe()`, `sequence(tokens)` (the ids a training row
+`for_codec(tokenizer, codebook_sizes)` (`needs_tokenizer = False`: ids are arithmetic, the
+tokenizer may be None), `describe()`, `sequence(tokens)` (the ids a training row
 holds), `to_ids`/`from_ids` and `to_text`/`from_text`.
 """
 
@@ -253,7 +254,7 @@ def scheme_for(name: str, codebook_sizes: Sequence[int], tokenizer=None, **gener
                            f"{', '.join(scheme_names())}")
     family, ref = schemes[name]
     scheme = family.resolve(ref)
-    if tokenizer is None:
+    if tokenizer is None and getattr(scheme, "needs_tokenizer", True):
         raise TokenIdError(f"the {name} scheme ({scheme.summary}) reads its ids from the "
                            "language model's tokenizer (tokenizer=, --tokenizer)")
     return scheme.for_codec(tokenizer, codebook_sizes)

@@ -39,6 +39,15 @@ class Exporter:
 
 
 @dataclass(frozen=True)
+class LoadOption:
+    """An option a family's codec takes at load (`audiotok.load(name, codebooks=8)`; on the
+    command line --codebooks 8)."""
+
+    help: str  # one line, for the command line
+    type: type = str  # int or str
+
+
+@dataclass(frozen=True)
 class Family:
     """What a codec family declares (see the module docstring).
 
@@ -49,7 +58,9 @@ class Family:
     holds this family's weights (called only when no config.json names the codec). onnx:
     "module:function" that writes its ONNX graphs (see export/onnx.py), None: no ONNX export.
     exporters: further formats. llm_schemes: scheme name -> "module:Class" of a token-id scheme
-    (see export/llm.py) for the language models that use this codec."""
+    (see export/llm.py) for the language models that use this codec. options: the keyword
+    options its codec takes at load (`audiotok.load(name, codebooks=8)`); the command line
+    offers every family's as --<option>."""
 
     name: str
     title: str
@@ -61,6 +72,7 @@ class Family:
     onnx: str | None = None
     exporters: Mapping[str, Exporter] = field(default_factory=dict)
     llm_schemes: Mapping[str, str] = field(default_factory=dict)
+    options: Mapping[str, LoadOption] = field(default_factory=dict)
 
     def resolve(self, ref: str):
         """The object a "module:attr" reference (relative to the family's package) names."""

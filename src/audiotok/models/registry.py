@@ -12,6 +12,7 @@ from .family import Checkpoint, Family, Preset
 FOLDERS = (
     "s2",
     "xcodec2",
+    "mimi",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

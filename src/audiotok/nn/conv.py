@@ -20,8 +20,10 @@ from .tracing import exporting
 class CausalConv1d(StreamingModule):
     """Conv1d with all padding on the left, so that output length = ceil(input length / stride).
 
-    Left pad = effective kernel - stride; the right is zero-padded up to a multiple of the stride.
-    The wrapped `conv` holds the (weight-norm folded) `weight` and `bias`.
+    Left pad = effective kernel - stride; the right is padded up to a multiple of the stride.
+    pad_mode "constant" pads with zeros; "replicate" with the first input sample on the left (in
+    a stream: the stream's first sample) and the last on the right. The wrapped `conv` holds the
+    (weight-norm folded) `weight` and `bias`.
     """
 
     def __init__(
@@ -33,21 +35,25 @@ class CausalConv1d(StreamingModule):
         dilation: int = 1,
         groups: int = 1,
         bias: bool = True,
+        pad_mode: str = "constant",
     ):
         super().__init__()
+        if pad_mode not in ("constant", "replicate"):
+            raise ValueError(f"pad_mode must be 'constant' or 'replicate', got {pad_mode!r}")
         self.conv = nn.Conv1d(
             in_channels, out_channels, kernel_size, stride=stride, dilation=dilation,
             groups=groups, bias=bias,
         )
         self.stride = stride
         self.left_pad = (kernel_size - 1) * dilation + 1 - stride
+        self.pad_mode = pad_mode
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.stream is not None:
             return self._forward_streaming(x)
         length = x.shape[-1]
         right_pad = -length % self.stride
-        x = F.pad(x, (self.left_pad, right_pad))
+        x = F.pad(x, (self.left_pad, right_pad), mode=self.pad_mode)
         return self._conv(x)
 
     def _conv(self, x: torch.Tensor) -> torch.Tensor:
@@ -67,19 +73,33 @@ class CausalConv1d(StreamingModule):
 
     def initial_state(self, batch: int, device: torch.device) -> dict:
         w = self.conv.weight
-        return {"context": torch.zeros(batch, w.shape[1] * self.conv.groups, self.left_pad,
-                                       device=device, dtype=w.dtype)}
+        state = {"context": torch.zeros(batch, w.shape[1] * self.conv.groups, self.left_pad,
+                                        device=device, dtype=w.dtype)}
+        if self.pad_mode == "replicate":  # 1 once a row's stream has had its first sample
+            state["started"] = torch.zeros(batch, 1, 1, device=device, dtype=w.dtype)
+        return state
 
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[-1] % self.stride:
-            raise ValueError(f"streaming input of {x.shape[-1]} steps is not a multiple of the "
-                             f"stride {self.stride}")
+        # An input that is not a multiple of the stride ends the stream: it is padded on the
+        # right as an offline pass pads the whole signal (the state after it is not used).
+        tail = -x.shape[-1] % self.stride
         if self.left_pad > 0:
             state = self._state(x.shape[0], x.device)
             ragged = ragged_of(state)
-            end = None if ragged is None else ragged.valid(x.shape[-1]) + self.left_pad
-            x = torch.cat([state["context"], x], dim=-1)
-            state["context"] = keep_last(x, self.left_pad, end)
+            valid = None if ragged is None else ragged.valid(x.shape[-1])
+            context = state["context"]
+            if self.pad_mode == "replicate":
+                started = state["started"]
+                first = x[..., :1].expand(-1, -1, self.left_pad).to(context.dtype)
+                context = torch.where(started > 0, context, first)
+                now = torch.ones_like(started) if valid is None else \
+                    (valid > 0).to(started.dtype).view(-1, 1, 1)
+                state["started"] = torch.maximum(started, now)
+            x = torch.cat([context, x], dim=-1)
+            state["context"] = keep_last(x, self.left_pad,
+                                         None if valid is None else valid + self.left_pad)
+        if tail:
+            x = F.pad(x, (0, tail), mode=self.pad_mode)
         if self.stride == 1 and self.conv.groups == 1:
             return short_conv1d(x, self.conv.weight, self.conv.bias, self.conv.dilation[0])
         return self._conv(x)
@@ -88,9 +108,11 @@ class CausalConv1d(StreamingModule):
 class CausalConvTranspose1d(StreamingModule):
     """ConvTranspose1d without its last `kernel - stride` output samples: output = L * stride."""
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, stride: int = 1,
+                 groups: int = 1, bias: bool = True):
         super().__init__()
-        self.conv = nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride=stride)
+        self.conv = nn.ConvTranspose1d(in_channels, out_channels, kernel_size, stride=stride,
+                                       groups=groups, bias=bias)
         self.stride = stride
         self.trim = kernel_size - stride
         self.context_frames = -(-kernel_size // stride) - 1  # earlier frames reaching a new one
@@ -122,8 +144,9 @@ class CausalConvTranspose1d(StreamingModule):
         plain conv (kernel c + 1) to stride x out_channels, phases interleaved: the same sums,
         but oneDNN runs this on short inputs where conv_transpose falls to a slow kernel."""
         b, _, length = x.shape
-        s, out = self.stride, self.conv.out_channels
-        y = short_conv1d(x, _polyphase_weight(self.conv.weight, s, self.context_frames))
+        s, out, groups = self.stride, self.conv.out_channels, self.conv.groups
+        w = _polyphase_weight(self.conv.weight, s, self.context_frames, groups)
+        y = short_conv1d(x, w) if groups == 1 else F.conv1d(x, w, groups=groups)
         y = y.reshape(b, out, s, length - self.context_frames).transpose(2, 3).reshape(b, out, -1)
         return y if self.conv.bias is None else y + self.conv.bias[:, None]
 
@@ -171,13 +194,14 @@ def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
 _POLYPHASE: dict[int, tuple] = {}  # id(weight) -> (weakref to it, its key, polyphase weight)
 
 
-def _polyphase_weight(weight: torch.Tensor, stride: int, context: int) -> torch.Tensor:
-    """ConvTranspose1d weight [in, out, K] as Conv1d weight [out * stride, in, context + 1]:
-    output phase p of a frame, tap j (input frame t - context + j), is weight[:, :, p + (context
-    - j) * stride] (zero past K). Cached per weight tensor (shared by stream copies), except
-    in a traced graph, which derives it from the weight itself."""
+def _polyphase_weight(weight: torch.Tensor, stride: int, context: int, groups: int = 1
+                      ) -> torch.Tensor:
+    """ConvTranspose1d weight [in, out / groups, K] as Conv1d weight [out * stride, in / groups,
+    context + 1] (same groups): output phase p of a frame, tap j (input frame t - context + j),
+    is weight[:, :, p + (context - j) * stride] (zero past K). Cached per weight tensor (shared
+    by stream copies), except in a traced graph, which derives it from the weight itself."""
     if exporting():
-        return _polyphase_of(weight, stride, context)
+        return _polyphase_of(weight, stride, context, groups)
     try:
         version = weight._version
     except RuntimeError:  # an inference tensor has no version counter
@@ -187,19 +211,20 @@ def _polyphase_weight(weight: torch.Tensor, stride: int, context: int) -> torch.
     if cached is not None and cached[0]() is weight and cached[1] == key:
         return cached[2]
     with torch.no_grad():
-        w = _polyphase_of(weight, stride, context)
+        w = _polyphase_of(weight, stride, context, groups)
     if cached is None or cached[0]() is not weight:
         weakref.finalize(weight, _POLYPHASE.pop, id(weight), None)
     _POLYPHASE[id(weight)] = (weakref.ref(weight), key, w)
     return w
 
 
-def _polyphase_of(weight: torch.Tensor, stride: int, context: int) -> torch.Tensor:
-    cin, cout, k = weight.shape
+def _polyphase_of(weight: torch.Tensor, stride: int, context: int, groups: int) -> torch.Tensor:
+    cin, cout_g, k = weight.shape
     taps = []
     for j in range(context + 1):
         first = (context - j) * stride
         tap = weight[:, :, first : first + stride] if first < k else weight[:, :, :0]
         taps.append(F.pad(tap, (0, stride - tap.shape[-1])))  # zero past K
-    w = torch.stack(taps, -1)  # [in, out, stride, taps]
-    return w.permute(1, 2, 0, 3).reshape(cout * stride, cin, context + 1).contiguous()
+    w = torch.stack(taps, -1)  # [in, out / groups, stride, taps]
+    w = w.view(groups, cin // groups, cout_g, stride, context + 1).permute(0, 2, 3, 1, 4)
+    return w.reshape(groups * cout_g * stride, cin // groups, context + 1).contiguous()

@@ -7,6 +7,10 @@ product written as W @ x^T (a 2-core AMD EPYC, torch 2.13: `benchmarks/few_rows.
 `benchmarks/serve_engine.py` on a whole push). So, in float32 on the CPU:
 
 - one row: oneDNN's linear on the dense weight (both threads, no repacked copy kept);
+- two rows (a one-frame push of a codec whose transformer runs at twice the frame rate):
+  `F.linear`, which on an Intel Xeon (torch 2.13, 2 threads) takes 0.40-0.66x the time of
+  W @ x^T at widths 512-2048 (`benchmarks/few_rows.py --rows 1,2,4,16 --shapes ...`): the
+  column-major forms run a two-column product on one thread there;
 - 2..FEW_ROWS rows: W @ x^T with x row-major (x^T column-major: with a row-major right operand
   of 4 columns the same product takes 1.6-2.3x longer), transposed back to a contiguous result;
 - more rows, other dtypes or devices, autograd, graph export: `F.linear`.
@@ -41,6 +45,8 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
             or weight.dtype != torch.float32 or exporting()
             or (torch.is_grad_enabled()
                 and any(t is not None and t.requires_grad for t in (x, weight, bias)))):
+        return F.linear(x, weight, bias)
+    if rows == 2:
         return F.linear(x, weight, bias)
     if rows == 1 and _ONEDNN["ok"]:
         try:

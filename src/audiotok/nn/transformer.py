@@ -1,5 +1,9 @@
 """Pre-norm causal transformer with interleaved RoPE and window-limited attention.
 
+The config picks the variant a codec was trained with: RMSNorm and a SwiGLU MLP with a final
+norm and a bfloat16-rounded RoPE table, or LayerNorm and a GELU MLP, no final norm and a
+float32 table.
+
 The attention never materialises a T x T mask: queries are processed in blocks of `window`
 positions, each attending to at most the `window` keys ending at itself, so memory and time grow
 linearly with the sequence length. Streaming (see streaming.py) keeps, per layer, the keys and
@@ -9,6 +13,7 @@ many, masked out), and each row's absolute position, which RoPE continues.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -31,19 +36,29 @@ class TransformerConfig:
     n_local_heads: int = -1
     rope_base: float = 10000.0
     norm_eps: float = 1e-5
+    norm: str = "rms"  # "rms" (RMSNorm) or "layer" (LayerNorm with bias)
+    mlp: str = "swiglu"  # "swiglu" (w2(silu(w1 x) * w3 x)) or "gelu" (w2(gelu(w1 x)), exact erf)
+    final_norm: bool = True  # a norm after the last block
+    rope_dtype: str = "bfloat16"  # the RoPE table's rounding: "bfloat16" or "float32"
 
     @property
     def kv_heads(self) -> int:
         return self.n_head if self.n_local_heads < 1 else self.n_local_heads
 
 
-def rope_table(positions: torch.Tensor, head_dim: int, base: float) -> torch.Tensor:
-    """cos/sin of interleaved RoPE pairs, [*positions.shape, head_dim // 2, 2], rounded to
-    bfloat16.
+def rope_table(positions: torch.Tensor, head_dim: int, base: float,
+               dtype: str = "bfloat16") -> torch.Tensor:
+    """cos/sin of interleaved RoPE pairs, [*positions.shape, head_dim // 2, 2].
 
-    Codecs trained with a bfloat16 table need that rounding reproduced for parity. Values are
-    returned as bfloat16 and promote to float32 in the rotation.
+    "bfloat16": rounded to bfloat16 (codecs trained with such a table need that rounding
+    reproduced for parity; the values promote to float32 in the rotation), frequencies
+    1 / base^(2j/D). "float32": frequencies exp(-ln(base) 2j / D) and cos/sin in float32.
     """
+    if dtype == "float32":
+        j = torch.arange(head_dim // 2, device=positions.device, dtype=torch.float32)
+        freqs = torch.exp(j * (-math.log(base) * 2 / head_dim))
+        angles = positions[..., None].float() * freqs
+        return torch.stack([torch.cos(angles), torch.sin(angles)], dim=-1)
     half = head_dim // 2
     freqs = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=positions.device)[:half].float()
                             / head_dim))
@@ -166,6 +181,24 @@ class FeedForward(nn.Module):
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
 
 
+class GeluFeedForward(nn.Module):
+    """GELU MLP without biases: w2(gelu(w1 x)), the exact (erf) GELU."""
+
+    def __init__(self, dim: int, hidden: int):
+        super().__init__()
+        self.w1 = Linear(dim, hidden, bias=False)
+        self.w2 = Linear(hidden, dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w2(F.gelu(self.w1(x)))
+
+
+def make_norm(cfg: TransformerConfig) -> nn.Module:
+    if cfg.norm == "layer":
+        return nn.LayerNorm(cfg.dim, eps=cfg.norm_eps)
+    return RMSNorm(cfg.dim, cfg.norm_eps)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -205,9 +238,10 @@ class TransformerBlock(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.attention = Attention(cfg)
-        self.feed_forward = FeedForward(cfg.dim, cfg.intermediate_size)
-        self.attention_norm = RMSNorm(cfg.dim, cfg.norm_eps)
-        self.ffn_norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        mlp = GeluFeedForward if cfg.mlp == "gelu" else FeedForward
+        self.feed_forward = mlp(cfg.dim, cfg.intermediate_size)
+        self.attention_norm = make_norm(cfg)
+        self.ffn_norm = make_norm(cfg)
         self.attention_layer_scale = LayerScale(cfg.dim)
         self.ffn_layer_scale = LayerScale(cfg.dim)
 
@@ -219,7 +253,8 @@ class TransformerBlock(nn.Module):
 
 
 class WindowedTransformer(StreamingModule):
-    """Stack of causal window-limited blocks and a final RMSNorm; channels-first [B, C, T] in/out.
+    """Stack of causal window-limited blocks (and a final norm if the config has one);
+    channels-first [B, C, T] in/out.
 
     Offline, positions are 0..T-1 on each call, as in the reference; streaming, they continue.
     """
@@ -228,7 +263,7 @@ class WindowedTransformer(StreamingModule):
         super().__init__()
         self.cfg = cfg
         self.layers = nn.ModuleList(TransformerBlock(cfg) for _ in range(cfg.n_layer))
-        self.norm = RMSNorm(cfg.dim, cfg.norm_eps)
+        self.norm = make_norm(cfg) if cfg.final_norm else nn.Identity()
 
     def initial_state(self, batch: int, device: torch.device) -> dict:
         cfg, w = self.cfg, self.layers[0].attention.wqkv.weight
@@ -252,7 +287,7 @@ class WindowedTransformer(StreamingModule):
             pos = state["position"][:, None] + steps  # [B, t]
             state["position"] = state["position"] + (t if end is None else end)
             caches = state["layers"]
-        rope = rope_table(pos, self.cfg.head_dim, self.cfg.rope_base)
+        rope = rope_table(pos, self.cfg.head_dim, self.cfg.rope_base, self.cfg.rope_dtype)
         for layer, cache in zip(self.layers, caches, strict=True):
             x = layer(x, rope, pos, cache, end)
         return self.norm(x).transpose(1, 2)

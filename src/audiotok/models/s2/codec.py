@@ -8,7 +8,6 @@ import torch
 
 from ...checkpoint import load_into
 from ...codec import Codec
-from ...nn.streaming import stream_copy, streaming
 from . import FAMILY
 from .config import S2Config
 from .model import S2Model
@@ -21,11 +20,6 @@ class S2Codec(Codec):
     family = FAMILY
     causal = True
     frame_rule = "ceil"  # right-padded with zeros to a whole frame, as fish-speech does
-    # Long inputs run through the streaming path in pieces of this many frames (exact, since the
-    # codec is causal): bounded memory, and faster than one huge pass on CPU. None: one pass,
-    # as with CUDA graphs.
-    encode_chunk_frames: int | None = 32
-    decode_chunk_frames: int | None = 32
 
     def __init__(self, model: S2Model, **kw):
         super().__init__(model, model.config, **kw)
@@ -46,25 +40,7 @@ class S2Codec(Codec):
         return cls(model, source=str(path), **kw)
 
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
-        chunk = self.encode_chunk_frames
-        if self.graphs is not None or chunk is None or \
-                audio.shape[-1] <= chunk * self.samples_per_frame:
-            return self._run("encode", self.model.encode, audio)
-        model = stream_copy(self.model)
-        with streaming(model):
-            return torch.cat([model.encode(piece)
-                              for piece in audio.split(chunk * self.samples_per_frame, -1)], -1)
+        return self._encode_causal(audio)
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        # causal: the padding after an item cannot reach it
-        chunk = self.decode_chunk_frames
-        if self.graphs is not None or chunk is None or tokens.shape[-1] <= chunk:
-            return self._run("decode", self.model.decode, tokens)
-        spf = self.samples_per_frame
-        out = torch.empty(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
-        model = stream_copy(self.model)
-        with streaming(model):
-            for i, piece in enumerate(tokens.split(chunk, -1)):
-                out[..., i * chunk * spf : (i * chunk + piece.shape[-1]) * spf] = \
-                    model.decode(piece)
-        return out
+        return self._decode_causal(tokens)

@@ -1,0 +1,98 @@
+"""Mimi streaming decode and encode per step against offline, full size, float32: the cost of
+a 1-frame push (80 ms of audio) for one stream and per stream at 8 streams, next to the offline
+cost per frame (a 10 s item decoded or encoded whole), interleaved in one run.
+
+    python benchmarks/mimi_steps.py --threads 2
+
+Random weights (layer scales raised and codebooks filled, as the parity tests do); pushes are
+timed after the attention window is full (250 transformer steps), the state every later push
+has.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import torch
+from common import parser
+
+from audiotok.codec import Codec
+from audiotok.nn.streaming import stream_copy, streaming
+
+
+def random_mimi(seed: int = 0, config=None) -> Codec:
+    """A full-size (or `config`) Mimi codec with random weights that use every codebook."""
+    from audiotok.models.mimi.codec import MimiCodec
+    from audiotok.models.mimi.config import MIMI
+    from audiotok.models.mimi.model import MimiModel
+
+    torch.manual_seed(seed)
+    model = MimiModel(config or MIMI).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "layer_scale" in name:
+                p.uniform_(0.3, 0.5)
+        latent = model.latent(torch.randn(1, 1, 1920 * 4) * 0.1)
+        for rvq in (model.quantizer.semantic, model.quantizer.acoustic):
+            scale = rvq.input_proj(latent).std()
+            rvq.codebook.normal_().mul_(scale)
+    return MimiCodec(model)
+
+
+def per_call(fn, calls: int) -> float:
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t) / calls
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--streams", type=int, default=8)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    codec = random_mimi()
+    model, spf = codec.model, codec.samples_per_frame
+    frames = round(args.seconds * codec.frame_rate)
+    tokens = torch.randint(0, 2048, (1, 32, frames))
+    audio = torch.randn(1, 1, frames * spf) * 0.1
+    results: dict[str, list[float]] = {}
+
+    def record(name, seconds):
+        results.setdefault(name, []).append(seconds * 1e3)
+
+    with torch.inference_mode():
+        for _ in range(args.repeats):
+            record("offline decode per frame", per_call(lambda: codec._decode_causal(tokens), 1)
+                   / frames)
+            record("offline encode per frame", per_call(lambda: codec._encode_causal(audio), 1)
+                   / frames)
+            for batch in (1, args.streams):
+                dec, enc = stream_copy(model), stream_copy(model)
+                one = tokens[..., :1].expand(batch, -1, -1)
+                piece = audio[..., :spf].expand(batch, -1, -1)
+                with streaming(dec), streaming(enc):
+                    for _ in range(130):  # fill the attention window
+                        dec.decode(one)
+                        enc.encode(piece)
+                    record(f"decode push, {batch} stream(s), per stream",
+                           per_call(lambda d=dec, o=one: d.decode(o), 20) / batch)
+                    record(f"encode push, {batch} stream(s), per stream",
+                           per_call(lambda e=enc, x=piece: e.encode(x), 20) / batch)
+    table = {k: statistics.median(v) for k, v in results.items()}
+    for k, v in table.items():
+        print(f"{k:42s} {v:7.2f} ms")
+    for kind in ("decode", "encode"):
+        base = table[f"offline {kind} per frame"]
+        for batch in (1, args.streams):
+            ratio = table[f"{kind} push, {batch} stream(s), per stream"] / base
+            table[f"{kind} ratio, {batch} stream(s)"] = ratio
+            print(f"{kind} push / offline per frame, {batch} stream(s): {ratio:.2f}x")
+    if args.json:
+        args.json.write_text(json.dumps(table, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""MimiCodec: the Mimi network behind the common Codec API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ...audio import AudioItem
+from ...checkpoint import load_into
+from ...codec import Codec
+from ...errors import AudiotokError
+from . import FAMILY
+from .config import MimiConfig
+from .model import MimiModel
+from .weights import checkpoint_file, load_checkpoint
+
+PADDINGS = {
+    "frame": "the input is zero-padded to whole 1920-sample frames (moshi >= 0.2.5; streaming "
+             "gives the same tokens)",
+    "layer": "each convolution pads its own input (transformers MimiModel, moshi <= 0.2.4, "
+             "Sesame CSM)",
+}
+
+
+class MimiCodec(Codec):
+    """Kyutai's Mimi: 24 kHz mono <-> 1 semantic + 31 acoustic codebooks of 2048, causal.
+
+    codebooks: how many codebooks encode() returns (1..32, default all; Moshi uses 8);
+    decode() takes any leading 1..32. padding: how a last partial frame is encoded, "frame"
+    (default) or "layer" (see PADDINGS); the two differ only in that frame."""
+
+    family = FAMILY
+    causal = True
+    frame_rule = "ceil"
+
+    def __init__(self, model: MimiModel, *, codebooks: int | None = None,
+                 padding: str = "frame", **kw):
+        super().__init__(model, model.config, **kw)
+        config = model.config
+        if codebooks is None:
+            codebooks = config.num_quantizers
+        if not isinstance(codebooks, int) or not 1 <= codebooks <= config.num_quantizers:
+            raise AudiotokError(f"codebooks must be 1..{config.num_quantizers}, got {codebooks!r}")
+        if padding not in PADDINGS:
+            raise AudiotokError(f"padding must be one of {', '.join(PADDINGS)}, got {padding!r}")
+        self.padding = padding
+        self.model.encode_levels = codebooks
+        self.sample_rate = config.sample_rate
+        self.samples_per_frame = config.samples_per_frame
+        self.num_codebooks = codebooks
+        self.codebook_sizes = config.codebook_sizes[:codebooks]
+
+    @classmethod
+    def from_checkpoint(cls, path: Path, config: MimiConfig | None = None, **kw) -> MimiCodec:
+        """Load any supported Mimi checkpoint (see weights.py); `config` overrides the file's."""
+        path = checkpoint_file(path)
+        state_dict, config = load_checkpoint(path, config)
+        with torch.device("meta"):  # no memory for weights about to be replaced
+            model = MimiModel(config)
+        load_into(model, state_dict, str(path))
+        return cls(model, source=str(path), **kw)
+
+    @property
+    def all_codebook_sizes(self) -> tuple[int, ...]:
+        return self.config.codebook_sizes
+
+    @property
+    def decode_codebooks(self) -> range:
+        return range(1, self.config.num_quantizers + 1)
+
+    def info(self) -> dict:
+        return {**super().info(), "padding": self.padding}
+
+    def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
+        spf = self.samples_per_frame
+        if self.padding == "frame":
+            return super()._encode_items(items)
+        # "layer": items of whole frames batch as usual; a ragged one runs alone, unpadded
+        whole = [i for i, it in enumerate(items) if it.samples.numel() % spf == 0]
+        out: list[torch.Tensor | None] = [None] * len(items)
+        if whole:
+            for i, t in zip(whole, super()._encode_items([items[i] for i in whole]), strict=True):
+                out[i] = t
+        for i, it in enumerate(items):
+            if out[i] is None:
+                audio = it.samples.to(self.device).view(1, 1, -1)
+                out[i] = self._encode_causal(audio)[0].cpu()
+        return out
+
+    def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
+        return self._encode_causal(audio)
+
+    def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return self._decode_causal(tokens)
