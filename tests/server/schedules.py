@@ -50,3 +50,26 @@ def run_decode_schedule(engine, codec, streams: list[dict], seed: int, name: str
         assert got.shape == want.shape
         assert np.abs(got - want).max() <= TOL
     assert engine.table_in_use() == 0
+
+
+def run_encode_streams(engine, codec, audio: list[np.ndarray], rng, name: str = "s2",
+                       push_chance: float = 1.0) -> None:
+    """Encode streams of `audio` (one per array) pushed in ragged pieces of 1..9000 samples
+    (each stream pushing in a step with `push_chance`), stepping the engine until all are
+    done; each stream's tokens must equal the offline encode of its audio."""
+    streams = [engine.open_encode_stream(name) for _ in audio]
+    sent, outs = [0] * len(audio), [[] for _ in audio]
+    while any(s.state in ("open", "finishing") for s in streams):
+        for i, s in enumerate(streams):
+            if s.state == "open" and rng.random() < push_chance:
+                n = int(rng.integers(1, 9000))
+                s.push(audio[i][sent[i]: sent[i] + n])
+                sent[i] += n
+                if sent[i] >= audio[i].size:
+                    s.finish()
+        engine.step()
+        for i, s in enumerate(streams):
+            outs[i] += s.available()
+    for i, x in enumerate(audio):
+        want = codec.encode(torch.from_numpy(x)).tokens[0].numpy()
+        np.testing.assert_array_equal(np.concatenate(outs[i], axis=1), want)

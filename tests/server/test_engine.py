@@ -20,7 +20,7 @@ from audiotok.server import (
     StreamClosed,
     WindowSettings,
 )
-from tests.server.schedules import TOL, random_tokens, run_decode_schedule
+from tests.server.schedules import TOL, random_tokens, run_decode_schedule, run_encode_streams
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                        HealthCheck.too_slow])
@@ -100,24 +100,7 @@ def test_encode_streams_equal_offline(s2_codec):
     audio = [rng.standard_normal(n).astype(np.float32) * 0.1 for n in lengths]
     engine = Engine({"s2": s2_codec}, EngineSettings(max_batch=3, max_step_frames=3),
                     start=False)
-    streams = [engine.open_encode_stream("s2") for _ in audio]
-    sent = [0] * len(audio)
-    outs: list[list] = [[] for _ in audio]
-    while any(s.state in ("open", "finishing") for s in streams):
-        for i, s in enumerate(streams):
-            if s.state == "open":
-                n = int(rng.integers(1, 9000))
-                s.push(audio[i][sent[i]: sent[i] + n])
-                sent[i] += n
-                if sent[i] >= lengths[i]:
-                    s.finish()
-        engine.step()
-        for i, s in enumerate(streams):
-            outs[i] += drain(s)
-    for i, x in enumerate(audio):
-        want = s2_codec.encode(torch.from_numpy(x)).tokens[0].numpy()
-        got = np.concatenate(outs[i], axis=1)
-        np.testing.assert_array_equal(got, want)
+    run_encode_streams(engine, s2_codec, audio, rng)
 
 
 def test_bad_push_fails_alone_and_the_stream_goes_on(s2_codec):

@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 from audiotok.server import Engine, EngineSettings  # noqa: E402
 from audiotok.server.app import ServerSettings, create_app  # noqa: E402
 from tests.models.mimi.conftest import speechy  # noqa: E402
-from tests.server.schedules import TOL, run_decode_schedule  # noqa: E402
-from tests.server.test_engine import CORNERS, drain, schedules  # noqa: E402
+from tests.server.schedules import TOL, run_decode_schedule, run_encode_streams  # noqa: E402
+from tests.server.test_engine import CORNERS, schedules  # noqa: E402
 
 FRAME = 1920
 
@@ -45,22 +45,7 @@ def test_encode_streams_equal_offline(mimi_codec):
     audio = [speechy(n, i)[0, 0].numpy() for i, n in enumerate(lengths)]
     engine = Engine({"mimi": mimi_codec}, EngineSettings(max_batch=3, max_step_frames=3),
                     start=False)
-    streams = [engine.open_encode_stream("mimi") for _ in audio]
-    sent, outs = [0] * len(audio), [[] for _ in audio]
-    while any(s.state in ("open", "finishing") for s in streams):
-        for i, s in enumerate(streams):
-            if s.state == "open" and rng.random() < 0.7:
-                n = int(rng.integers(1, 9000))
-                s.push(audio[i][sent[i]: sent[i] + n])
-                sent[i] += n
-                if sent[i] >= lengths[i]:
-                    s.finish()
-        engine.step()
-        for i, s in enumerate(streams):
-            outs[i] += drain(s)
-    for i, x in enumerate(audio):
-        want = mimi_codec.encode(torch.from_numpy(x)).tokens[0].numpy()
-        np.testing.assert_array_equal(np.concatenate(outs[i], axis=1), want)
+    run_encode_streams(engine, mimi_codec, audio, rng, name="mimi", push_chance=0.7)
 
 
 def test_http_and_websocket(mimi_codec):

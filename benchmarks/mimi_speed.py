@@ -1,0 +1,91 @@
+"""Mimi encode and decode speed, full size, float32: audiotok next to moshi 0.2.13
+(NO_TORCH_COMPILE=1) and transformers' MimiModel, the same random weights, interleaved in one
+run; the median time of each, the real-time factor and the extra resident memory of the call.
+
+    pip install --no-deps moshi==0.2.13    # the reference (its metadata pins an old torch)
+    python benchmarks/mimi_speed.py --threads 2 --seconds 10,60
+
+Every implementation gets whole frames (so all three compute the same tokens, which is
+checked), and runs with torch.inference_mode.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("NO_TORCH_COMPILE", "1")
+
+import torch  # noqa: E402
+from common import ROOT, parser, peak_rss_mb, reset_peak_rss, speech  # noqa: E402
+
+sys.path.insert(0, str(ROOT))
+import audiotok  # noqa: E402
+from tests.models.mimi import reference  # noqa: E402
+
+
+def timed(fn) -> tuple[float, float, object]:
+    """(seconds, extra peak resident MB, result) of one call."""
+    reset_peak_rss()  # the high-water mark restarts at the current resident set
+    base = peak_rss_mb()
+    t = time.perf_counter()
+    out = fn()
+    seconds = time.perf_counter() - t
+    return seconds, max(0.0, peak_rss_mb() - base), out
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.set_defaults(seconds=None)
+    p.add_argument("--durations", default="10,60", help="audio seconds, comma-separated")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    moshi = reference.moshi_model(small=False)
+    moshi_file, hf_dir = reference.save_both(moshi, args.workdir / "mimi_full", small=False)
+    hf = reference.hf_model(hf_dir)
+    ours = audiotok.load(moshi_file)
+    rows = []
+    for seconds in [float(s) for s in args.durations.split(",")]:
+        frames = int(seconds * 12.5)
+        x = torch.from_numpy(speech(frames * 0.08, 24000))[None, None].float()
+        impls = {
+            "audiotok": (lambda x=x: ours.encode(x[0], 24000).tokens,
+                         lambda c: ours.decode(c)),
+            "moshi 0.2.13": (lambda x=x: moshi.encode(x), lambda c: moshi.decode(c)),
+            "transformers 5.24": (lambda x=x: hf.encode(x).audio_codes,
+                                  lambda c: hf.decode(c).audio_values),
+        }
+        times = {(n, k): [] for n in impls for k in ("encode", "decode")}
+        memory, codes = {}, {}
+        with torch.inference_mode():
+            for _ in range(args.repeats):
+                for name, (enc, dec) in impls.items():
+                    s, mb, c = timed(enc)
+                    times[name, "encode"].append(s)
+                    memory[name, "encode"] = mb
+                    codes[name] = c
+                    s, mb, _ = timed(lambda c=c, dec=dec: dec(c))
+                    times[name, "decode"].append(s)
+                    memory[name, "decode"] = mb
+        same = all(torch.equal(codes["audiotok"], c) for c in codes.values())
+        for (name, kind), ts in times.items():
+            med = statistics.median(ts)
+            rows.append({"seconds": seconds, "impl": name, "op": kind, "median_s": med,
+                         "rtf": med / seconds, "extra_peak_mb": memory[name, kind],
+                         "tokens_equal": same})
+            print(f"{seconds:5.0f} s {kind:6s} {name:18s} {med:7.2f} s  RTF {med / seconds:.3f}"
+                  f"  +{memory[name, kind]:6.0f} MB  tokens equal: {same}")
+        for kind in ("encode", "decode"):
+            ours_s = statistics.median(times["audiotok", kind])
+            best = min(statistics.median(times[n, kind]) for n in impls if n != "audiotok")
+            print(f"{seconds:5.0f} s {kind}: audiotok {best / ours_s:.2f}x the faster reference")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
