@@ -54,7 +54,8 @@ def _family_facts(family) -> dict:
             "hub": [p.repo_id for p in family.presets], "causal": cls.causal,
             "streaming": "exact" if cls.causal else "windowed (server)",
             "exports": family.export_formats(), "llm_schemes": list(family.llm_schemes),
-            "load_options": dict(family.options) or "none", "weights_licence": family.licence}
+            "load_options": {n: o.help for n, o in family.options.items()} or "none",
+            "weights_licence": family.licence}
 
 
 def _codes_facts(codes: Codes) -> dict:
