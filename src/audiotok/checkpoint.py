@@ -103,6 +103,16 @@ def load_into(model: torch.nn.Module, sd: Mapping[str, torch.Tensor], source: st
     model.load_state_dict({k: v.float() for k, v in sd.items()}, strict=True, assign=True)
 
 
+def build_model(model_class, config, sd: Mapping[str, torch.Tensor], source: str
+                ) -> torch.nn.Module:
+    """model_class(config) with the weights of `sd` (checked by load_into), built on the meta
+    device so that no memory goes to weights about to be replaced."""
+    with torch.device("meta"):
+        model = model_class(config)
+    load_into(model, sd, source)
+    return model
+
+
 def _shape(t: torch.Tensor) -> list[int]:
     return list(t.shape)
 

@@ -253,9 +253,8 @@ class Codec(FrameMath):
         valid = torch.arange(t)[None, :] < lengths.cpu()[:, None]  # [B, T]
         tokens.masked_fill_(~valid[:, None, :].to(tokens.device), 0)
         host = tokens.cpu().numpy()
-        sizes = self.codebook_sizes if len(allowed) == 1 else self.all_codebook_sizes
-        checked = within_codebooks(host, sizes[: tokens.shape[1]], clamp, BATCH_PLACE,
-                                   CLAMP_HINT)
+        checked = within_codebooks(host, self.all_codebook_sizes[: tokens.shape[1]], clamp,
+                                   BATCH_PLACE, CLAMP_HINT)
         if checked is not host:
             tokens = torch.from_numpy(checked).to(tokens.device)
         return tokens, lengths.cpu().long(), None if num_samples is None else num_samples.cpu()

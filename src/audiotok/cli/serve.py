@@ -33,7 +33,7 @@ def served_name(spec: str) -> tuple[str, str]:
     path = Path(spec)
     if path.exists():
         return model_label(spec), str(path.resolve())
-    name, options = split_spec(spec)  # NAME?option=value: served as NAME
+    name, _ = split_spec(spec)  # NAME?option=value: served as NAME
     return model_label(str(name)), spec
 
 

@@ -29,8 +29,10 @@ def param_dtype(module: nn.Module) -> torch.dtype:
 
 
 def run_in(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """module(x) with x cast to the module's parameter dtype."""
-    return module(x.to(param_dtype(module)))
+    """module(x) with x cast to the module's parameter dtype (as it is, for a module without
+    floating parameters: an activation)."""
+    p = next((p for p in module.parameters() if p.is_floating_point()), None)
+    return module(x if p is None else x.to(p.dtype))
 
 
 def set_precision(model: nn.Module, dtype: torch.dtype, islands: list[nn.Module]) -> nn.Module:

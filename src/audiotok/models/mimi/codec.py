@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from ...audio import AudioItem
-from ...checkpoint import load_into
+from ...checkpoint import build_model
 from ...codec import Codec
 from ...errors import AudiotokError
 from . import FAMILY
@@ -60,9 +60,7 @@ class MimiCodec(Codec):
         """Load any supported Mimi checkpoint (see weights.py); `config` overrides the file's."""
         path = checkpoint_file(path)
         state_dict, config = load_checkpoint(path, config)
-        with torch.device("meta"):  # no memory for weights about to be replaced
-            model = MimiModel(config)
-        load_into(model, state_dict, str(path))
+        model = build_model(MimiModel, config, state_dict, str(path))
         return cls(model, source=str(path), **kw)
 
     @property

@@ -34,6 +34,7 @@ class _ArithmeticIds:
     PREFIX = ""
     needs_tokenizer = False
     max_codebooks = 32
+    codebook_rows = False  # to_ids gives [K, steps] (True) or [steps, K] (False)
 
     def __init__(self, codebook_sizes: Sequence[int]):
         self.sizes = tuple(int(s) for s in codebook_sizes)
@@ -54,8 +55,6 @@ class _ArithmeticIds:
         """The ids a training row holds: to_ids flattened step by step."""
         m = self.to_ids(tokens)
         return (m.T if self.codebook_rows else m).reshape(-1)
-
-    codebook_rows = False  # to_ids gives [K, steps] (True) or [steps, K] (False)
 
     def _from_sequence(self, ids: np.ndarray) -> np.ndarray:
         if ids.size % self.k:

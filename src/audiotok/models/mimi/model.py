@@ -18,9 +18,9 @@ from .quantizer import SplitResidualVQ
 
 
 def run_layers(layers: nn.Sequential, x: torch.Tensor) -> torch.Tensor:
-    """Each layer with parameters gets its input in its own dtype (the float32 islands)."""
+    """Each layer gets its input in its own dtype (the float32 islands)."""
     for layer in layers:
-        x = run_in(layer, x) if any(True for _ in layer.parameters()) else layer(x)
+        x = run_in(layer, x)
     return x
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import torch
 
-from ...checkpoint import load_into
+from ...checkpoint import build_model
 from ...codec import Codec
 from . import FAMILY
 from .config import S2Config
@@ -34,9 +34,7 @@ class S2Codec(Codec):
         """Load any supported S2 checkpoint (see weights.py); `config` overrides the file's."""
         path = checkpoint_file(path)
         state_dict, config = load_checkpoint(path, config)
-        with torch.device("meta"):  # no memory for weights about to be replaced
-            model = S2Model(config)
-        load_into(model, state_dict, str(path))
+        model = build_model(S2Model, config, state_dict, str(path))
         return cls(model, source=str(path), **kw)
 
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from ...audio import AudioItem
-from ...checkpoint import load_into
+from ...checkpoint import build_model
 from ...chunking import context_windows
 from ...codec import Codec
 from . import FAMILY
@@ -43,9 +43,7 @@ class XCodec2Codec(Codec):
                         **kw) -> XCodec2Codec:
         path = checkpoint_file(path)
         state_dict, config = load_checkpoint(path, config)
-        with torch.device("meta"):  # weights come from the file; buffers are built on the CPU
-            model = XCodec2Model(config)
-        load_into(model, state_dict, str(path))
+        model = build_model(XCodec2Model, config, state_dict, str(path))
         return cls(model, source=str(path), **kw)
 
     def _is_long(self, frames: int) -> bool:
