@@ -137,3 +137,62 @@ def test_strided_conv_in_bfloat16_is_right(cin, cout, kernel, stride):
     for out in (y, z):
         assert out.shape == ref.shape
         assert ((out - ref).norm() / ref.norm()).item() < 1e-2
+
+
+def _plain_causal_conv(conv: CausalConv1d, x: torch.Tensor) -> torch.Tensor:
+    """The definition: pad left, pad right to whole strides, channels-first conv1d."""
+    c = conv.conv
+    x = F.pad(x.contiguous(), (conv.left_pad, -x.shape[-1] % conv.stride))
+    return F.conv1d(x, c.weight, c.bias, stride=c.stride, dilation=c.dilation, groups=c.groups)
+
+
+@pytest.mark.parametrize("cin, cout, kernel, stride, dilation, groups", [
+    (1, 6, 7, 1, 1, 1), (1, 6, 3, 1, 3, 1), (1, 4, 8, 4, 1, 1), (6, 4, 3, 1, 1, 1),
+    (6, 8, 7, 1, 9, 1), (4, 8, 8, 4, 1, 1), (4, 4, 5, 5, 1, 1), (6, 6, 7, 1, 1, 6),
+])
+def test_channels_last_convs_equal_conv1d(cin, cout, kernel, stride, dilation, groups):
+    """The float32 CPU forms (channels-last conv2d, taps @ weight for one input channel) give
+    conv1d's result on either input layout, batch 1 or 3, ragged lengths; their output is
+    channels-last, and streamed pieces in that layout give the same."""
+    from audiotok.nn.conv import is_channels_last
+    from audiotok.nn.streaming import streaming
+
+    torch.manual_seed(0)
+    conv = CausalConv1d(cin, cout, kernel, stride=stride, dilation=dilation, groups=groups)
+    for batch, length in [(1, 97), (3, 64), (3, 61), (1, 1201), (2, 1100)]:  # > 256 rows too
+        x = torch.randn(batch, cin, length)
+        ref = _plain_causal_conv(conv, x)
+        with torch.no_grad():
+            for inp in (x, x.transpose(1, 2).contiguous().transpose(1, 2)):
+                y = conv(inp)
+                torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+                assert is_channels_last(y)
+            xl = x.transpose(1, 2).contiguous().transpose(1, 2)
+            cut = (length // 2) // stride * stride
+            with streaming(conv):
+                z = torch.cat([conv(xl[..., :cut]), conv(xl[..., cut:])], -1)
+        torch.testing.assert_close(z, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cin, cout, kernel, stride, groups", [
+    (6, 4, 8, 4, 1), (4, 4, 4, 2, 4), (6, 3, 5, 5, 1)])
+def test_channels_last_transposed_convs_equal_conv_transpose1d(cin, cout, kernel, stride, groups):
+    from audiotok.nn.conv import is_channels_last
+    from audiotok.nn.streaming import streaming
+
+    torch.manual_seed(0)
+    conv = CausalConvTranspose1d(cin, cout, kernel, stride=stride, groups=groups)
+    c = conv.conv
+    for batch, length in [(1, 40), (3, 33), (2, 300)]:
+        x = torch.randn(batch, cin, length)
+        ref = F.conv_transpose1d(x, c.weight, c.bias, stride=stride, groups=groups)
+        ref = ref[..., : length * stride]
+        xl = x.transpose(1, 2).contiguous().transpose(1, 2)
+        with torch.no_grad():
+            for inp in (x, xl):
+                y = conv(inp)
+                torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+                assert is_channels_last(y)
+            with streaming(conv):
+                z = torch.cat([conv(xl[..., :3]), conv(xl[..., 3:])], -1)
+        torch.testing.assert_close(z, ref, rtol=1e-5, atol=1e-5)

@@ -86,7 +86,7 @@ def test_short_conv1d_equals_conv1d(dtype, batch, length, kernel, dilation, bias
 
 
 def test_short_conv1d_runs_up_to_256_float32_rows_as_one_product(monkeypatch):
-    """17..256 output rows in float32 never reach conv1d (nor linear); 257 do."""
+    """17..256 output rows in float32 never reach a convolution kernel (nor linear); 257 do."""
     from audiotok.nn import conv
 
     def refused(*args, **kw):
@@ -97,6 +97,7 @@ def test_short_conv1d_runs_up_to_256_float32_rows_as_one_product(monkeypatch):
     cases = [torch.randn(batch, 16, steps + 2) for batch, steps in [(1, 17), (4, 64), (1, 256)]]
     refs = [F.conv1d(x, w, b) for x in cases]
     monkeypatch.setattr(conv.F, "conv1d", refused)
+    monkeypatch.setattr(conv, "conv2d_nwc", refused)
     monkeypatch.setattr(conv, "linear", refused)
     for x, ref in zip(cases, refs, strict=True):
         torch.testing.assert_close(short_conv1d(x, w, b), ref, rtol=1e-5, atol=1e-5)

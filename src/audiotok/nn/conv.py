@@ -53,6 +53,12 @@ class CausalConv1d(StreamingModule):
             return self._forward_streaming(x)
         length = x.shape[-1]
         right_pad = -length % self.stride
+        if self.pad_mode == "constant" and right_pad <= self.left_pad and \
+                channels_last_fits(x, self.conv.weight):
+            # symmetric padding inside the conv (no padded copy); the extra outputs it makes
+            # at the end are dropped
+            y = channels_last_conv(x, self.conv, self.left_pad)
+            return y[..., : (length + right_pad) // self.stride]
         x = F.pad(x, (self.left_pad, right_pad), mode=self.pad_mode)
         return self._conv(x)
 
@@ -61,6 +67,8 @@ class CausalConv1d(StreamingModule):
         polyphase components (oneDNN 3.12's bfloat16 kernel for some strided shapes, e.g. 16 ->
         32 channels, kernel 8, stride 4, returns wrong values on CPUs with AMX: 110 % error)."""
         c = self.conv
+        if channels_last_fits(x, c.weight):
+            return channels_last_conv(x, c)
         s, k = self.stride, c.kernel_size[0]
         if s == 1 or x.dtype != torch.bfloat16 or c.groups != 1 or c.dilation[0] != 1 or k % s:
             return c(x)
@@ -95,7 +103,7 @@ class CausalConv1d(StreamingModule):
                 now = torch.ones_like(started) if valid is None else \
                     (valid > 0).to(started.dtype).view(-1, 1, 1)
                 state["started"] = torch.maximum(started, now)
-            x = torch.cat([context, x], dim=-1)
+            x = cat_time(context, x)
             state["context"] = keep_last(x, self.left_pad,
                                          None if valid is None else valid + self.left_pad)
         if tail:
@@ -120,7 +128,12 @@ class CausalConvTranspose1d(StreamingModule):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.stream is not None:
             return self._forward_streaming(x)
-        y = self.conv(x)
+        if channels_last_fits(x, self.conv.weight):
+            c = self.conv
+            y = F.conv_transpose2d(channels_last(x), channels_last(c.weight), c.bias,
+                                   stride=(1, self.stride), groups=c.groups).squeeze(2)
+        else:
+            y = self.conv(x)
         return y[..., : y.shape[-1] - self.trim] if self.trim else y
 
     def initial_state(self, batch: int, device: torch.device) -> dict:
@@ -135,7 +148,7 @@ class CausalConvTranspose1d(StreamingModule):
         state = self._state(x.shape[0], x.device)
         ragged = ragged_of(state)
         end = None if ragged is None else ragged.valid(n) + c
-        x = torch.cat([state["context"], x], dim=-1)
+        x = cat_time(state["context"], x)
         state["context"] = keep_last(x, c, end)
         return self._polyphase(x)
 
@@ -146,9 +159,77 @@ class CausalConvTranspose1d(StreamingModule):
         b, _, length = x.shape
         s, out, groups = self.stride, self.conv.out_channels, self.conv.groups
         w = _polyphase_weight(self.conv.weight, s, self.context_frames, groups)
-        y = short_conv1d(x, w) if groups == 1 else F.conv1d(x, w, groups=groups)
-        y = y.reshape(b, out, s, length - self.context_frames).transpose(2, 3).reshape(b, out, -1)
+        if groups == 1:
+            y = short_conv1d(x, w)
+        elif channels_last_fits(x, w):
+            y = conv2d_nwc(x, w, groups=groups)
+        else:
+            y = F.conv1d(x, w, groups=groups)
+        steps = length - self.context_frames
+        if is_channels_last(y):  # memory [B, T, out, s] -> [B, T, s, out], still channels-last
+            y = y.transpose(1, 2).reshape(b, steps, out, s).transpose(2, 3)
+            y = y.reshape(b, steps * s, out).transpose(1, 2)
+        else:
+            y = y.reshape(b, out, s, steps).transpose(2, 3)
+            y = y.reshape(b, out, -1)
         return y if self.conv.bias is None else y + self.conv.bias[:, None]
+
+
+def channels_last_fits(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether a convolution runs on channels-last data: float32 on the CPU, outside export.
+    On the long, narrow activations near the audio rate oneDNN's channels-last (NWC) kernels
+    take 0.26-0.63x the time of conv1d's channels-first ones; on the short, wide ones near the
+    frame rate 1.1-1.35x (benchmarks/long_convs.py, Mimi's shapes), a loss that is small next
+    to the gain. Their output is channels-last too ([B, C, T] with channel stride 1), so a chain
+    of convolutions and pointwise layers stays in that layout without copies."""
+    return x.device.type == "cpu" and x.dtype == torch.float32 and \
+        weight.dtype == torch.float32 and not exporting()
+
+
+def is_channels_last(x: torch.Tensor) -> bool:
+    """[B, C, T] with the channels adjacent in memory (and more than one of them)."""
+    return x.shape[1] > 1 and x.stride(1) == 1
+
+
+def cat_time(context: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """[context, x] along time, in x's layout (torch.cat answers channels-first)."""
+    if not is_channels_last(x):
+        return torch.cat([context, x], dim=-1)
+    b, c, n = x.shape
+    out = x.new_empty(b, context.shape[-1] + n, c).transpose(1, 2)
+    out[..., : context.shape[-1]] = context
+    out[..., context.shape[-1]:] = x
+    return out
+
+
+def channels_last(x: torch.Tensor) -> torch.Tensor:
+    """[B, C, T] as a channels-last [B, C, 1, T] (a view when x is already channels-last).
+    Weights go in this form too: with one input channel an input is both layouts at once, and
+    the weight's layout then picks the output's."""
+    return x.unsqueeze(2).contiguous(memory_format=torch.channels_last)
+
+
+def channels_last_conv(x: torch.Tensor, conv: nn.Conv1d, pad: int = 0) -> torch.Tensor:
+    """conv(x) with `pad` zeros on both sides, as a channels-last conv2d; [B, C', T']."""
+    return conv2d_nwc(x, conv.weight, conv.bias, conv.stride[0], pad, conv.dilation[0],
+                      conv.groups)
+
+
+def conv2d_nwc(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+               stride: int = 1, pad: int = 0, dilation: int = 1, groups: int = 1
+               ) -> torch.Tensor:
+    if x.shape[1] == 1 and groups == 1:
+        # one input channel (the audio): conv2d cannot tell the layouts apart and answers
+        # channels-first; as taps @ weight^T the output is [B, T', C'] directly
+        k = weight.shape[-1]
+        taps = F.pad(x[:, 0], (pad, pad)).unfold(-1, (k - 1) * dilation + 1, stride)
+        if dilation > 1:
+            taps = taps[..., ::dilation]
+        w = weight[:, 0].t()
+        y = taps @ w if bias is None else torch.baddbmm(bias, taps, w.expand(x.shape[0], -1, -1))
+        return y.transpose(1, 2)
+    return F.conv2d(channels_last(x), channels_last(weight), bias, stride=(1, stride),
+                    padding=(0, pad), dilation=(1, dilation), groups=groups).squeeze(2)
 
 
 # batch x output steps up to which short_conv1d uses one matrix product (float32: WIDE_CONV_STEPS)
@@ -176,6 +257,8 @@ def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     f32 = x.dtype == torch.float32 and weight.dtype == torch.float32
     limit = WIDE_CONV_STEPS if f32 else SHORT_CONV_STEPS
     if exporting() or x.device.type != "cpu" or rows > limit:
+        if channels_last_fits(x, weight):
+            return conv2d_nwc(x, weight, bias, dilation=dilation)
         return F.conv1d(x, weight, bias, dilation=dilation)
     taps = torch.stack([x[..., j * dilation : j * dilation + steps] for j in range(k)], 2)
     w = weight.reshape(cout, cin * k)
