@@ -3,12 +3,13 @@ the full-size configurations (random weights), float32, side by side in one proc
 
     python benchmarks/onnx_speed.py --codec s2 --threads 2 --seconds 10
     python benchmarks/onnx_speed.py --codec xcodec2 --threads 2 --seconds 10
+    python benchmarks/onnx_speed.py --codec mimi --threads 2 --seconds 10 --push 1
 
 Exports the graphs once (audiotok export --format onnx) into --workdir, then times, interleaved
-repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and (S2) a streaming
-decode of the same tokens in pushes of `--push` frames (PyTorch: Codec.stream_decoder; ONNX: the
-step graph). Reports medians, ONNX/PyTorch ratios, and the parity of the ONNX results (tokens
-equal, largest audio difference). Both runtimes get the same number of threads.
+repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and (causal codecs) a
+streaming decode of the same tokens in pushes of `--push` frames (PyTorch: Codec.stream_decoder;
+ONNX: the step graph). Reports medians, ONNX/PyTorch ratios, and the parity of the ONNX results
+(tokens equal, largest audio difference). Both runtimes get the same number of threads.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--push", type=int, default=4, help="frames per streaming push")
-    p.add_argument("--codec", choices=["s2", "xcodec2"], default="s2")
+    p.add_argument("--codec", choices=["s2", "xcodec2", "mimi"], default="s2")
     p.add_argument("--model", type=Path, help="checkpoint (default: random full-size weights)")
     args = p.parse_args()
     if args.model:
@@ -40,6 +41,13 @@ def main() -> None:
         if not weights.exists():  # in a child process, so its memory does not count here
             subprocess.run([sys.executable, HERE / "s2_cpu.py", "--make-weights", str(weights)],
                            check=True)
+    elif args.codec == "mimi":  # moshi's MimiModel with random weights (tests/models/mimi)
+        weights = args.workdir / "mimi_full" / "tokenizer-test-checkpoint.safetensors"
+        if not weights.exists():
+            sys.path.insert(0, str(ROOT))
+            from tests.models.mimi import reference
+
+            reference.save_both(reference.moshi_model(small=False), weights.parent, small=False)
     else:
         from compare import weights as random_weights
 

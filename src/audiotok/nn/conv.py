@@ -63,21 +63,8 @@ class CausalConv1d(StreamingModule):
         return self._conv(x)
 
     def _conv(self, x: torch.Tensor) -> torch.Tensor:
-        """The strided convolution; in bfloat16 as a stride-1 convolution over the input's
-        polyphase components (oneDNN 3.12's bfloat16 kernel for some strided shapes, e.g. 16 ->
-        32 channels, kernel 8, stride 4, returns wrong values on CPUs with AMX: 110 % error)."""
         c = self.conv
-        if channels_last_fits(x, c.weight):
-            return channels_last_conv(x, c)
-        s, k = self.stride, c.kernel_size[0]
-        if s == 1 or x.dtype != torch.bfloat16 or c.groups != 1 or c.dilation[0] != 1 or k % s:
-            return c(x)
-        b, cin, n = x.shape
-        xp = x.reshape(b, cin, n // s, s).transpose(2, 3).reshape(b, cin * s, n // s)
-        w = c.weight
-        wp = w.reshape(w.shape[0], cin, k // s, s).transpose(2, 3).reshape(w.shape[0], cin * s,
-                                                                           k // s)
-        return F.conv1d(xp, wp, c.bias)
+        return conv1d(x, c.weight, c.bias, self.stride, c.dilation[0], c.groups)
 
     def initial_state(self, batch: int, device: torch.device) -> dict:
         w = self.conv.weight
@@ -108,8 +95,9 @@ class CausalConv1d(StreamingModule):
                                          None if valid is None else valid + self.left_pad)
         if tail:
             x = F.pad(x, (0, tail), mode=self.pad_mode)
-        if self.stride == 1 and self.conv.groups == 1:
-            return short_conv1d(x, self.conv.weight, self.conv.bias, self.conv.dilation[0])
+        c = self.conv
+        if c.groups == 1:
+            return short_conv1d(x, c.weight, c.bias, c.dilation[0], self.stride)
         return self._conv(x)
 
 
@@ -173,6 +161,26 @@ class CausalConvTranspose1d(StreamingModule):
             y = y.reshape(b, out, s, steps).transpose(2, 3)
             y = y.reshape(b, out, -1)
         return y if self.conv.bias is None else y + self.conv.bias[:, None]
+
+
+def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+           stride: int = 1, dilation: int = 1, groups: int = 1) -> torch.Tensor:
+    """F.conv1d (no padding) in the form that is fast and right here: channels-last in float32
+    on the CPU; a strided bfloat16 one as a stride-1 convolution over the input's polyphase
+    components (oneDNN 3.12's bfloat16 kernel for some strided shapes, e.g. 16 -> 32 channels,
+    kernel 8, stride 4, returns wrong values on CPUs with AMX: 110 % error)."""
+    if channels_last_fits(x, weight):
+        return conv2d_nwc(x, weight, bias, stride, 0, dilation, groups)
+    k = weight.shape[-1]
+    if stride == 1 or x.dtype != torch.bfloat16 or groups != 1 or dilation != 1 or k % stride:
+        return F.conv1d(x, weight, bias, stride, 0, dilation, groups)
+    b, cin, n = x.shape
+    n -= n % stride  # the samples no output reaches
+    xp = x[..., :n].reshape(b, cin, n // stride, stride).transpose(2, 3)
+    xp = xp.reshape(b, cin * stride, n // stride)
+    cout = weight.shape[0]
+    wp = weight.reshape(cout, cin, k // stride, stride).transpose(2, 3)
+    return F.conv1d(xp, wp.reshape(cout, cin * stride, k // stride), bias)
 
 
 def channels_last_fits(x: torch.Tensor, weight: torch.Tensor) -> bool:
@@ -245,22 +253,23 @@ WIDE_CONV_STEPS = 256
 
 
 def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                 dilation: int = 1) -> torch.Tensor:
+                 dilation: int = 1, stride: int = 1) -> torch.Tensor:
     """conv1d without padding. On few output steps (a streaming push at the low rates) it runs
     as one matrix product over the stacked taps: there conv1d takes 3-4x longer (slow kernels
-    for short inputs), while the product only streams the weight once. Up to 16 rows the taps
-    are the product's rows (linear's few-row forms), from 17 rows in float32 its columns."""
+    for short inputs; strided ones 2 ms for 3 steps of Mimi's 512 -> 1024 channels), while the
+    product only streams the weight, in place, once. Up to 16 rows the taps are the product's
+    rows (linear's few-row forms), from 17 rows in float32 its columns. Other inputs go to
+    conv1d() above."""
     b, cin, length = x.shape
     cout, _, k = weight.shape
-    steps = length - (k - 1) * dilation
+    steps = (length - (k - 1) * dilation - 1) // stride + 1
     rows = b * steps
     f32 = x.dtype == torch.float32 and weight.dtype == torch.float32
     limit = WIDE_CONV_STEPS if f32 else SHORT_CONV_STEPS
     if exporting() or x.device.type != "cpu" or rows > limit:
-        if channels_last_fits(x, weight):
-            return conv2d_nwc(x, weight, bias, dilation=dilation)
-        return F.conv1d(x, weight, bias, dilation=dilation)
-    taps = torch.stack([x[..., j * dilation : j * dilation + steps] for j in range(k)], 2)
+        return conv1d(x, weight, bias, stride, dilation)
+    span = (steps - 1) * stride + 1
+    taps = torch.stack([x[..., j * dilation : j * dilation + span : stride] for j in range(k)], 2)
     w = weight.reshape(cout, cin * k)
     if f32 and rows >= TAPS_ROWS:
         # taps [b, in, tap, step] -> [(in, tap), (row, step)], row-major
