@@ -187,7 +187,7 @@ def channels_last_fits(x: torch.Tensor, weight: torch.Tensor) -> bool:
     """Whether a convolution runs on channels-last data: float32 on the CPU, outside export.
     On the long, narrow activations near the audio rate oneDNN's channels-last (NWC) kernels
     take 0.26-0.63x the time of conv1d's channels-first ones; on the short, wide ones near the
-    frame rate 1.1-1.35x (benchmarks/long_convs.py, Mimi's shapes), a loss that is small next
+    frame rate 1.1-1.35x (benchmarks/long_convs.py, a codec's shapes), a loss that is small next
     to the gain. Their output is channels-last too ([B, C, T] with channel stride 1), so a chain
     of convolutions and pointwise layers stays in that layout without copies."""
     return x.device.type == "cpu" and x.dtype == torch.float32 and \
@@ -226,6 +226,8 @@ def channels_last_conv(x: torch.Tensor, conv: nn.Conv1d, pad: int = 0) -> torch.
 def conv2d_nwc(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
                stride: int = 1, pad: int = 0, dilation: int = 1, groups: int = 1
                ) -> torch.Tensor:
+    """F.conv1d of [B, C, T] with `pad` zeros on both sides, on channels-last data; the result
+    is channels-last."""
     if x.shape[1] == 1 and groups == 1:
         # one input channel (the audio): conv2d cannot tell the layouts apart and answers
         # channels-first; as taps @ weight^T the output is [B, T', C'] directly
@@ -256,7 +258,7 @@ def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
                  dilation: int = 1, stride: int = 1) -> torch.Tensor:
     """conv1d without padding. On few output steps (a streaming push at the low rates) it runs
     as one matrix product over the stacked taps: there conv1d takes 3-4x longer (slow kernels
-    for short inputs; strided ones 2 ms for 3 steps of Mimi's 512 -> 1024 channels), while the
+    for short inputs; strided ones 2 ms for 3 steps of 512 -> 1024 channels), while the
     product only streams the weight, in place, once. Up to 16 rows the taps are the product's
     rows (linear's few-row forms), from 17 rows in float32 its columns. Other inputs go to
     conv1d() above."""
