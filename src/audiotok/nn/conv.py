@@ -6,12 +6,11 @@ transposed conv its last input frames, so pieces give the output of the whole si
 
 from __future__ import annotations
 
-import weakref
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .derived import derived
 from .linear import linear
 from .streaming import StreamingModule, keep_last, ragged_of
 from .tracing import exporting
@@ -285,9 +284,6 @@ def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     return y.view(b, steps, cout).transpose(1, 2)
 
 
-_POLYPHASE: dict[int, tuple] = {}  # id(weight) -> (weakref to it, its key, polyphase weight)
-
-
 def _polyphase_weight(weight: torch.Tensor, stride: int, context: int, groups: int = 1
                       ) -> torch.Tensor:
     """ConvTranspose1d weight [in, out / groups, K] as Conv1d weight [out * stride, in / groups,
@@ -296,20 +292,8 @@ def _polyphase_weight(weight: torch.Tensor, stride: int, context: int, groups: i
     by stream copies), except in a traced graph, which derives it from the weight itself."""
     if exporting():
         return _polyphase_of(weight, stride, context, groups)
-    try:
-        version = weight._version
-    except RuntimeError:  # an inference tensor has no version counter
-        version = -1
-    key = (version, weight.data_ptr(), weight.dtype, weight.device)
-    cached = _POLYPHASE.get(id(weight))
-    if cached is not None and cached[0]() is weight and cached[1] == key:
-        return cached[2]
-    with torch.no_grad():
-        w = _polyphase_of(weight, stride, context, groups)
-    if cached is None or cached[0]() is not weight:
-        weakref.finalize(weight, _POLYPHASE.pop, id(weight), None)
-    _POLYPHASE[id(weight)] = (weakref.ref(weight), key, w)
-    return w
+    return derived(weight, f"polyphase {stride} {context} {groups}",
+                   lambda w: _polyphase_of(w, stride, context, groups))
 
 
 def _polyphase_of(weight: torch.Tensor, stride: int, context: int, groups: int) -> torch.Tensor:

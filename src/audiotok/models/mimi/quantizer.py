@@ -2,9 +2,12 @@
 latent, each with its own 1x1 projections and Euclidean codebooks.
 
 A codebook is stored folded (`embedding_sum / max(cluster_usage, 1e-5)`, as both references
-derive it) in one buffer per RVQ, [levels, bins, dim]. The nearest row is chosen by
-`torch.cdist` then argmin (first index on ties), the call both references make: its rounding
-decides near-ties, and token parity depends on it.
+derive it) in one buffer per RVQ, [levels, bins, dim]. The nearest row is chosen by the
+distances `torch.cdist` computes, then argmin (first index on ties), the call both references
+make: its rounding decides near-ties, and token parity depends on it. cdist's matrix-product
+form (ATen's `_euclidean_dist`) rebuilds [codebook, 1, |codebook|^2] on every call, most of the
+time of a one-frame encode; it is built once here (nn/derived.py) and the product is the same
+call on the same operands, so the distances are bit-identical.
 """
 
 from __future__ import annotations
@@ -13,7 +16,24 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...nn.derived import derived
+from ...nn.tracing import exporting
 from .config import MimiConfig
+
+
+def _search_matrices(codebook: torch.Tensor) -> torch.Tensor:
+    """[levels, bins, dim + 2]: each codebook as _euclidean_dist pads it, [c, 1, |c|^2]."""
+    c = codebook.float()
+    norm = c.pow(2).sum(-1, True)
+    return torch.cat([c, torch.ones_like(norm), norm], -1)
+
+
+def _distances(x: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
+    """torch.cdist(x[None], codebook[None])[0] for x [N, dim], bit for bit."""
+    x = x[None]
+    norm = x.pow(2).sum(-1, True)
+    padded = torch.cat([x.mul(-2), norm, torch.ones_like(norm)], -1)
+    return padded.matmul(matrix[None].mT).clamp_min_(0).sqrt_()[0]
 
 
 class ResidualVQ(nn.Module):
@@ -32,9 +52,12 @@ class ResidualVQ(nn.Module):
         b, _, t = z.shape
         residual = self.input_proj(z.to(self.input_proj.weight.dtype))
         residual = residual.transpose(1, 2).reshape(b * t, -1).float()
+        codebooks = self.codebook[:levels].float()
+        search = _search_matrices(self.codebook) if exporting() else \
+            derived(self.codebook, "euclidean search", _search_matrices)
         codes = []
-        for codebook in self.codebook[:levels].float():
-            index = torch.cdist(residual[None], codebook[None], p=2)[0].argmin(-1)
+        for codebook, matrix in zip(codebooks, search, strict=False):
+            index = _distances(residual, matrix).argmin(-1)
             residual = residual - F.embedding(index, codebook)
             codes.append(index)
         return torch.stack(codes, 0).view(levels, b, t).transpose(0, 1)
