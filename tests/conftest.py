@@ -16,6 +16,7 @@ os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
 SLOW_FIRST = (
     "tests/export/test_onnx.py",
     "tests/models/xcodec2/test_onnx.py",
+    "tests/models/mimi/test_onnx.py",
     "tests/server/test_engine.py",
     "tests/pipeline/test_ray.py",
     "tests/models/xcodec2/test_windows.py",

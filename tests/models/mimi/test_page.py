@@ -1,0 +1,49 @@
+"""The demo page with a Mimi model, in a real browser (headless Chromium, driven by Playwright):
+reconstruct the shipped speech sample in one request and streamed."""
+
+import math
+import os
+import signal
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("playwright.sync_api")
+from tests.pipeline.conftest import SPEECH  # noqa: E402
+from tests.server.conftest import start_server  # noqa: E402
+from tests.server.test_page import BLANK, CHROMIUM, page, run  # noqa: E402, F401
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install "
+                                                          "chromium)")
+
+
+@pytest.fixture(scope="module")
+def server(mimi_files):
+    p, base, _ = start_server("--step-wait-ms", "5", model=str(mimi_files[3]))
+    yield base
+    os.kill(p.pid, signal.SIGTERM)
+    p.wait(timeout=60)
+
+
+def test_mimi_reconstructs_whole_and_streamed(page, tmp_path):  # noqa: F811
+    model = page.locator("#model option").first.inner_text()
+    assert "(Kyutai Mimi, 24000 Hz, 4 codebooks)" in model
+    page.set_input_files("#file", str(SPEECH))
+    assert run(page) == "done", page.inner_text("#error")
+    result = page.evaluate("window.audiotokResult")
+    assert result["frameSeconds"] == 0.08
+    assert result["frames"] == math.ceil(result["inputSeconds"] * 12.5 - 1e-9)
+    assert abs(result["outputSeconds"] - result["inputSeconds"]) <= result["frameSeconds"]
+    for canvas in ("spec-orig", "spec-rec", "tokens"):
+        assert page.evaluate(BLANK, canvas) > 50, f"{canvas} is blank"
+    assert f"{result['frames']} frames x 4 codebooks" in page.inner_text("#f-tokens")
+    page.check("#stream")
+    try:
+        assert run(page) == "done", page.inner_text("#error")
+    finally:
+        page.uncheck("#stream")
+    result = page.evaluate("window.audiotokResult")
+    assert 0 < result["ttfa"] < 5 and result["underruns"] is not None
+    assert abs(result["outputSeconds"] - result["inputSeconds"]) <= result["frameSeconds"]
+    assert "first audio after" in page.inner_text("#f-stream")
+    page.screenshot(path=str(tmp_path / "mimi_page.png"), full_page=True)
