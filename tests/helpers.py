@@ -83,3 +83,16 @@ def export_onnx_cli(checkpoint, out):
                            catch_exceptions=False)
     assert r.exit_code == 0, r.output
     return r.output
+
+
+def onnx_graph_facts(path) -> tuple[dict, list[list]]:
+    """An exported graph, checked by onnx: its metadata, and each input's dims (names for the
+    dynamic ones)."""
+    import onnx
+
+    model = onnx.load(str(path))
+    onnx.checker.check_model(model)
+    meta = {p.key: p.value for p in model.metadata_props}
+    dims = [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim]
+            for i in model.graph.input]
+    return meta, dims

@@ -74,8 +74,8 @@ def test_reconstruct_shows_audio_pictures_and_numbers(page, tmp_path):
     page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
 
 
-def test_streamed_reconstruction_reports_first_audio(page, tmp_path):
-    page.set_input_files("#file", str(SPEECH))
+def run_streamed(page) -> None:
+    """Reconstruct the uploaded file streamed; check the page reports first audio."""
     page.check("#stream")
     try:
         assert run(page) == "done", page.inner_text("#error")
@@ -85,6 +85,11 @@ def test_streamed_reconstruction_reports_first_audio(page, tmp_path):
     assert 0 < result["ttfa"] < 5 and result["underruns"] is not None
     assert abs(result["outputSeconds"] - result["inputSeconds"]) <= result["frameSeconds"]
     assert "first audio after" in page.inner_text("#f-stream")
+
+
+def test_streamed_reconstruction_reports_first_audio(page, tmp_path):
+    page.set_input_files("#file", str(SPEECH))
+    run_streamed(page)
     if os.environ.get("AUDIOTOK_SCREENSHOT"):
         page.screenshot(path=os.environ["AUDIOTOK_SCREENSHOT"], full_page=True)
 

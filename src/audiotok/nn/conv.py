@@ -56,7 +56,9 @@ class CausalConv1d(StreamingModule):
                 channels_last_fits(x, self.conv.weight):
             # symmetric padding inside the conv (no padded copy); the extra outputs it makes
             # at the end are dropped
-            y = channels_last_conv(x, self.conv, self.left_pad)
+            c = self.conv
+            y = conv2d_nwc(x, c.weight, c.bias, self.stride, self.left_pad, c.dilation[0],
+                           c.groups)
             return y[..., : (length + right_pad) // self.stride]
         x = F.pad(x, (self.left_pad, right_pad), mode=self.pad_mode)
         return self._conv(x)
@@ -146,12 +148,7 @@ class CausalConvTranspose1d(StreamingModule):
         b, _, length = x.shape
         s, out, groups = self.stride, self.conv.out_channels, self.conv.groups
         w = _polyphase_weight(self.conv.weight, s, self.context_frames, groups)
-        if groups == 1:
-            y = short_conv1d(x, w)
-        elif channels_last_fits(x, w):
-            y = conv2d_nwc(x, w, groups=groups)
-        else:
-            y = F.conv1d(x, w, groups=groups)
+        y = short_conv1d(x, w) if groups == 1 else conv1d(x, w, groups=groups)
         steps = length - self.context_frames
         if is_channels_last(y):  # memory [B, T, out, s] -> [B, T, s, out], still channels-last
             y = y.transpose(1, 2).reshape(b, steps, out, s).transpose(2, 3)
@@ -214,12 +211,6 @@ def channels_last(x: torch.Tensor) -> torch.Tensor:
     Weights go in this form too: with one input channel an input is both layouts at once, and
     the weight's layout then picks the output's."""
     return x.unsqueeze(2).contiguous(memory_format=torch.channels_last)
-
-
-def channels_last_conv(x: torch.Tensor, conv: nn.Conv1d, pad: int = 0) -> torch.Tensor:
-    """conv(x) with `pad` zeros on both sides, as a channels-last conv2d; [B, C', T']."""
-    return conv2d_nwc(x, conv.weight, conv.bias, conv.stride[0], pad, conv.dilation[0],
-                      conv.groups)
 
 
 def conv2d_nwc(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
@@ -289,9 +280,7 @@ def _polyphase_weight(weight: torch.Tensor, stride: int, context: int, groups: i
     """ConvTranspose1d weight [in, out / groups, K] as Conv1d weight [out * stride, in / groups,
     context + 1] (same groups): output phase p of a frame, tap j (input frame t - context + j),
     is weight[:, :, p + (context - j) * stride] (zero past K). Cached per weight tensor (shared
-    by stream copies), except in a traced graph, which derives it from the weight itself."""
-    if exporting():
-        return _polyphase_of(weight, stride, context, groups)
+    by stream copies; nn/derived.py)."""
     return derived(weight, f"polyphase {stride} {context} {groups}",
                    lambda w: _polyphase_of(w, stride, context, groups))
 

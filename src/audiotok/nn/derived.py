@@ -3,7 +3,8 @@ polyphase weight, a codebook prepared for nearest-code search).
 
 The cache is keyed by the source tensor's identity and checked against its storage, version,
 dtype and device, so loading new weights or moving the model derives again; an entry goes when
-its source does. It lives outside the modules, so stream copies (nn/streaming.py) share it."""
+its source does. It lives outside the modules, so stream copies (nn/streaming.py) share it.
+While a graph is traced for export the value is derived in the graph from the source itself."""
 
 from __future__ import annotations
 
@@ -12,12 +13,16 @@ from collections.abc import Callable
 
 import torch
 
+from .tracing import exporting
+
 _CACHE: dict[tuple[int, str], tuple] = {}  # (id(source), tag) -> (weakref, key, derived)
 
 
 def derived(source: torch.Tensor, tag: str, make: Callable[[torch.Tensor], torch.Tensor]
             ) -> torch.Tensor:
     """make(source), computed once per state of `source` (under no_grad)."""
+    if exporting():
+        return make(source)
     try:
         version = source._version
     except RuntimeError:  # an inference tensor has no version counter

@@ -17,7 +17,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...nn.derived import derived
-from ...nn.tracing import exporting
 from .config import MimiConfig
 
 
@@ -53,8 +52,7 @@ class ResidualVQ(nn.Module):
         residual = self.input_proj(z.to(self.input_proj.weight.dtype))
         residual = residual.transpose(1, 2).reshape(b * t, -1).float()
         codebooks = self.codebook[:levels].float()
-        search = _search_matrices(self.codebook) if exporting() else \
-            derived(self.codebook, "euclidean search", _search_matrices)
+        search = derived(self.codebook, "euclidean search", _search_matrices)
         codes = []
         for codebook, matrix in zip(codebooks, search, strict=False):
             index = _distances(residual, matrix).argmin(-1)
