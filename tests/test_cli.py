@@ -106,6 +106,14 @@ def test_info(tmp_path, s2_golden):
     assert run("info", tmp_path / "junk.codes").exit_code == 1
 
 
+def test_info_load_options_without_model_apply_to_the_default(monkeypatch):
+    import audiotok.cli.common
+
+    monkeypatch.setattr(audiotok.cli.common, "DEFAULT_MODEL", MODEL)
+    r = run("info", "--codebooks", "8")  # S2 takes no such option: it must reach the load
+    assert r.exit_code == 1 and "codebooks" in r.stderr
+
+
 def test_missing_model_is_one_line(tmp_path):
     r = run("encode", SPEECH, "-o", tmp_path / "x.codes", "-m", tmp_path / "nope.pth")
     assert r.exit_code == 1

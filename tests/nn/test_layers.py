@@ -6,7 +6,9 @@ import torch.nn.functional as F
 
 from audiotok.nn.alias_free import AntiAliasedActivation, replicate_pad
 from audiotok.nn.conv import CausalConv1d, CausalConvTranspose1d
+from audiotok.nn.streaming import Ragged, streaming
 from audiotok.nn.transformer import (
+    KVRing,
     TransformerConfig,
     WindowedTransformer,
     apply_rope,
@@ -92,6 +94,51 @@ def test_transformer_is_causal_over_several_windows():
     with torch.no_grad():
         full, prefix = model(x), model(x[..., :11])
     assert torch.allclose(full[..., :11], prefix, atol=1e-5)
+
+
+def test_kv_ring_streams_ragged_rows_exactly_and_a_repeated_step_is_the_same():
+    """Pushes written into the ring in place (t <= slack) and through the functional path
+    (longer), rows with different valid frames (their padding written ahead into the ring):
+    each row equals its offline pass; a step run again on the state from before it (a retried
+    batch) gives the same output and state."""
+    torch.manual_seed(1)
+    cfg = TransformerConfig(dim=32, n_layer=2, n_head=4, head_dim=8, intermediate_size=48,
+                            window=40, n_local_heads=2, norm="layer", mlp="gelu")
+    model = WindowedTransformer(cfg).eval()
+    slack = KVRing.size_for(cfg.window) - (cfg.window - 1)
+    sizes = [1, 2, slack, 3 * cfg.window, slack, slack + 1, 5, 1, 1, slack, 7, 90, 2, slack]
+    rng = torch.Generator().manual_seed(2)
+    valid = [[int(torch.randint(0, t + 1, (1,), generator=rng)) if t > 1 and row else t
+              for row in range(3)] for t in sizes]  # row 0 always full
+    x = torch.randn(3, 32, sum(sizes))
+    got: list[list[torch.Tensor]] = [[], [], []]
+    done = [0, 0, 0]
+    with torch.no_grad(), streaming(model):
+        for i, (t, frames) in enumerate(zip(sizes, valid, strict=True)):
+            piece = torch.stack([x[r, :, done[r] : done[r] + t] for r in range(3)])
+            piece = torch.nn.functional.pad(piece, (0, t - piece.shape[-1]))
+            before = {"position": model.stream.get("position"),
+                      "layers": [dict(c) for c in model.stream.get("layers", [])]}
+            model.stream["ragged"] = Ragged(torch.tensor(frames), t)
+            y = model(piece)
+            if i % 3 == 1:  # run the step again from the state before it
+                after = {"position": model.stream["position"],
+                         "layers": [dict(c) for c in model.stream["layers"]]}
+                model.stream.update(before)
+                assert torch.equal(model(piece), y)
+                assert torch.equal(model.stream["position"], after["position"])
+                for a, b in zip(model.stream["layers"], after["layers"], strict=True):
+                    assert all(torch.equal(a[k], b[k]) for k in ("k", "v"))
+            for r in range(3):
+                got[r].append(y[r, :, : frames[r]])
+                done[r] += frames[r]
+        for r in range(3):
+            whole = torch.cat(got[r], -1)
+            assert whole.shape[-1] == done[r]
+            model.stream = None
+            offline = model(x[r : r + 1, :, : done[r]])[0]
+            model.stream = {}
+            torch.testing.assert_close(whole, offline, atol=2e-5, rtol=0)
 
 
 @pytest.mark.parametrize("length", [1, 5, 333])

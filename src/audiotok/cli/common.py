@@ -37,6 +37,8 @@ def codec_options(f):
     @functools.wraps(f)
     def wrapper(*args, **kw):
         opts = {name: kw.pop(name) for name in names}
+        if "model" in kw and kw["model"] is None and any(v is not None for v in opts.values()):
+            kw["model"] = DEFAULT_MODEL  # options without --model (`info`): the default's
         if kw.get("model") is not None:
             kw["model"] = with_options(kw["model"], **opts)
         if kw.get("models"):

@@ -7,10 +7,12 @@ modules are stateless. The state lives in `module.stream` (a dict, None when not
 
 Every state tensor has the batch as its first dimension and a fixed size (zeros before the first
 call, as `initial_state` makes them), so the rows of many streams can be gathered into one batch
-and scattered back (server/slots.py). Rows in one call may carry different numbers of valid
-frames: the batch is right-padded to the longest, and `Ragged` tells each module where each row's
-valid input ends, so it keeps the state as of that point. Being causal, padding never reaches a
-valid output.
+and scattered back (server/slots.py). A call replaces its state tensors, or writes into them
+only where they hold nothing the state reads (so a call that fails, or one made twice on the
+same state, leaves the state meaning the same). Rows in one call may carry different numbers of
+valid frames: the batch is right-padded to the longest, and `Ragged` tells each module where
+each row's valid input ends, so it keeps the state as of that point. Being causal, padding never
+reaches a valid output.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ def keep_last(x: torch.Tensor, size: int, end: torch.Tensor | None, dim: int = -
     """The `size` steps of x along `dim` that end at `end` (per row, [B]), or at x's end when
     `end` is None. A view of x when that keeps at most twice what is needed alive (a KV cache
     keeps all but the newest step of its concatenation: a copy would cost as much again), else
-    a new tensor. State is never written in place, so a view is safe."""
+    a new tensor. A view is safe: state is written in place only where it holds nothing that
+    is read (nn/transformer.py's KV ring)."""
     length = x.shape[dim]
     if end is None:
         last = x.narrow(dim, length - size, size)

@@ -6,9 +6,8 @@ float32 table.
 
 The attention never materialises a T x T mask: queries are processed in blocks of `window`
 positions, each attending to at most the `window` keys ending at itself, so memory and time grow
-linearly with the sequence length. Streaming (see streaming.py) keeps, per layer, the keys and
-values of the last window - 1 positions (zeros at negative positions before a stream has that
-many, masked out), and each row's absolute position, which RoPE continues.
+linearly with the sequence length. Streaming (see streaming.py) keeps each row's absolute
+position, which RoPE continues, and per layer a ring of keys and values (KVRing below).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .linear import Linear
-from .streaming import StreamingModule, keep_last, ragged_of
+from .streaming import StreamingModule, ragged_of
 from .tracing import exporting
 
 
@@ -199,6 +198,77 @@ def make_norm(cfg: TransformerConfig) -> nn.Module:
     return RMSNorm(cfg.dim, cfg.norm_eps)
 
 
+class KVRing:
+    """Where a streaming step's keys and values go: per layer a ring of `size` = window - 1 +
+    slack slots, slot s holding the key of the newest position p with p mod size = s that the
+    row has reached (zeros at negative positions before a stream has that many, masked out).
+
+    A step of t <= slack new positions writes its keys into their slots in place and attends
+    over the whole ring. It overwrites only positions that no query of this step or later
+    reaches (older than the window), so the ring before the step still holds all that its
+    position needs: a failed step leaves the state meaning what it meant (server/slots.py
+    retries such a batch stream by stream), with no copy of the cache per step. A row with
+    fewer valid steps (Ragged) writes its padding into slots of positions it has not reached,
+    which the masks never show and the next steps overwrite first. Longer steps and graph
+    export take the functional path: the ring in position order, the new keys after it, and
+    a new ring taken from both."""
+
+    def __init__(self, window: int, pos: torch.Tensor, t: int, end: torch.Tensor | None):
+        self.window = window
+        self.size = size = self.size_for(window)
+        self.in_place = t <= size - (window - 1) and not exporting()
+        device = pos.device
+        start = pos[:, 0]  # [B]: the step's first position per row
+        slots = torch.arange(size, device=device)
+        if self.in_place:
+            self.write = (pos % size)[:, None, :, None]  # [B, 1, t, 1]
+            oldest = start + t - size  # the ring after the write: positions oldest..start+t-1
+            self.k_pos = oldest[:, None] + (slots - oldest[:, None]) % size
+            self.mask = window_mask(pos, self.k_pos, window)
+        else:
+            first = start - size  # the ring before the step in position order, then the new
+            self.order = ((first[:, None] + slots) % size)[:, None, :, None]
+            self.k_pos = first[:, None] + torch.arange(size + t, device=device)
+            new_oldest = start + (t if end is None else end) - size
+            keep = new_oldest[:, None] + (slots - new_oldest[:, None]) % size
+            self.keep = (keep - first[:, None])[:, None, :, None]
+
+    @staticmethod
+    def size_for(window: int) -> int:
+        """window - 1 + slack slots (slack: the most steps written in place)."""
+        return window - 1 + max(16, window // 8)
+
+    @classmethod
+    def initial(cls, window: int, batch: int, heads: int, head_dim: int, dtype: torch.dtype,
+                device: torch.device) -> dict:
+        shape = (batch, heads, cls.size_for(window), head_dim)
+        return {"k": torch.zeros(shape, device=device, dtype=dtype),
+                "v": torch.zeros(shape, device=device, dtype=dtype)}
+
+    def attend(self, cache: dict, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               pos: torch.Tensor, repeat: int) -> torch.Tensor:
+        """Attention of the step's queries q [B, H, t, D] over the ring and the step's keys and
+        values k, v [B, H_kv, t, D] (each kv head serving `repeat` query heads); updates
+        `cache`."""
+        if self.in_place:
+            index = self.write.expand(-1, k.shape[1], -1, k.shape[3])
+            cache["k"].scatter_(2, index, k)
+            cache["v"].scatter_(2, index, v)
+            k, v = _repeat(cache["k"], repeat), _repeat(cache["v"], repeat)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
+        order = self.order.expand(-1, k.shape[1], -1, k.shape[3])
+        k = torch.cat([cache["k"].gather(2, order), k], dim=2)
+        v = torch.cat([cache["v"].gather(2, order), v], dim=2)
+        keep = self.keep.expand(-1, k.shape[1], -1, k.shape[3])
+        cache["k"], cache["v"] = k.gather(2, keep), v.gather(2, keep)
+        return windowed_attention(q, _repeat(k, repeat), _repeat(v, repeat), pos, self.k_pos,
+                                  self.window)
+
+
+def _repeat(x: torch.Tensor, n: int) -> torch.Tensor:
+    return x if n == 1 else x.repeat_interleave(n, dim=1)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -209,9 +279,9 @@ class Attention(nn.Module):
         self.wo = Linear(q_size, cfg.dim, bias=False)
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor,
-                cache: dict | None = None, end: torch.Tensor | None = None) -> torch.Tensor:
-        """cache: this layer's streaming state (keys/values of the window - 1 positions before
-        `pos`, replaced by those before each row's `end` frames), or None offline."""
+                cache: dict | None = None, ring: KVRing | None = None) -> torch.Tensor:
+        """cache: this layer's streaming state (a KVRing's keys and values), or None
+        offline."""
         cfg = self.cfg
         b, t, _ = x.shape
         qk, v = self.wqkv(x).split(self.split, dim=-1)
@@ -219,18 +289,12 @@ class Attention(nn.Module):
         qk = apply_rope(qk.view(b, t, cfg.n_head + cfg.kv_heads, cfg.head_dim), rope)
         q, k = qk.transpose(1, 2).split((cfg.n_head, cfg.kv_heads), dim=1)
         v = v.view(b, t, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
-        k_pos = pos
+        repeat = cfg.n_head // cfg.kv_heads
         if cache is not None:
-            keep = cfg.window - 1
-            k = torch.cat([cache["k"], k], dim=2)
-            v = torch.cat([cache["v"], v], dim=2)
-            k_pos = pos[:, :1] + torch.arange(-keep, t, device=pos.device)
-            stop = None if end is None else end + keep
-            cache["k"], cache["v"] = keep_last(k, keep, stop, 2), keep_last(v, keep, stop, 2)
-        if cfg.kv_heads != cfg.n_head:
-            k = k.repeat_interleave(cfg.n_head // cfg.kv_heads, dim=1)
-            v = v.repeat_interleave(cfg.n_head // cfg.kv_heads, dim=1)
-        y = windowed_attention(q, k, v, pos, k_pos, cfg.window)
+            y = ring.attend(cache, q, k, v, pos, repeat)
+        else:
+            y = windowed_attention(q, _repeat(k, repeat), _repeat(v, repeat), pos, pos,
+                                   cfg.window)
         return self.wo(y.transpose(1, 2).reshape(b, t, cfg.n_head * cfg.head_dim))
 
 
@@ -246,9 +310,9 @@ class TransformerBlock(nn.Module):
         self.ffn_layer_scale = LayerScale(cfg.dim)
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor,
-                cache: dict | None = None, end: torch.Tensor | None = None) -> torch.Tensor:
+                cache: dict | None = None, ring: KVRing | None = None) -> torch.Tensor:
         h = x + self.attention_layer_scale(
-            self.attention(self.attention_norm(x), rope, pos, cache, end))
+            self.attention(self.attention_norm(x), rope, pos, cache, ring))
         return h + self.ffn_layer_scale(self.feed_forward(self.ffn_norm(h)))
 
 
@@ -267,17 +331,16 @@ class WindowedTransformer(StreamingModule):
 
     def initial_state(self, batch: int, device: torch.device) -> dict:
         cfg, w = self.cfg, self.layers[0].attention.wqkv.weight
-        shape = (batch, cfg.kv_heads, cfg.window - 1, cfg.head_dim)
         return {"position": torch.zeros(batch, dtype=torch.long, device=device),
-                "layers": [{"k": torch.zeros(shape, device=device, dtype=w.dtype),
-                            "v": torch.zeros(shape, device=device, dtype=w.dtype)}
+                "layers": [KVRing.initial(cfg.window, batch, cfg.kv_heads, cfg.head_dim,
+                                          w.dtype, device)
                            for _ in self.layers]}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.transpose(1, 2)
         b, t = x.shape[:2]
         steps = torch.arange(t, device=x.device)
-        caches, end = [None] * len(self.layers), None
+        caches, ring = [None] * len(self.layers), None
         if self.stream is None:
             pos = steps
         else:
@@ -285,9 +348,10 @@ class WindowedTransformer(StreamingModule):
             ragged = ragged_of(state)
             end = None if ragged is None else ragged.valid(t)
             pos = state["position"][:, None] + steps  # [B, t]
+            ring = KVRing(self.cfg.window, pos, t, end)
             state["position"] = state["position"] + (t if end is None else end)
             caches = state["layers"]
         rope = rope_table(pos, self.cfg.head_dim, self.cfg.rope_base, self.cfg.rope_dtype)
         for layer, cache in zip(self.layers, caches, strict=True):
-            x = layer(x, rope, pos, cache, end)
+            x = layer(x, rope, pos, cache, ring)
         return self.norm(x).transpose(1, 2)

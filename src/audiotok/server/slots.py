@@ -3,9 +3,11 @@ streams runs as one batch.
 
 A step gathers the rows of the streams it runs into the modules' `stream` dicts (with a Ragged
 telling each module how many frames of each row are real), runs the model once, and scatters
-the new rows back. Modules replace their state tensors and never write into them, so a run of
-consecutive slots is passed as views of the rows (no gather copy), and a step that fails leaves
-the rows as they were. A released slot is zeroed, which is the state of a new stream.
+the new rows back. Modules replace their state tensors, or write into them only where the state
+holds nothing it will read (a transformer's KV ring, nn/transformer.py), so a run of
+consecutive slots is passed as views of the rows (no gather copy; a tensor written in place
+needs no copy back), and a step that fails leaves the rows meaning what they meant. A released
+slot is zeroed, which is the state of a new stream.
 
 On a GPU with CUDA graphs, GraphedSteps replays each step as a graph instead (below).
 """
@@ -79,8 +81,12 @@ class SlotTable:
         consecutive slots is taken as a view (no gather copy)."""
         first, n = slots[0], len(slots)
         if slots == list(range(first, first + n)):
-            return (lambda t: t.narrow(0, first, n),
-                    lambda old, new: old.narrow(0, first, n).copy_(new))
+            def put(old: torch.Tensor, new: torch.Tensor) -> None:
+                rows = old.narrow(0, first, n)
+                if new.data_ptr() != rows.data_ptr() or new.stride() != rows.stride():
+                    rows.copy_(new)  # (else: the rows themselves, written in place)
+
+            return lambda t: t.narrow(0, first, n), put
         index = torch.tensor(slots, device=self.device)
         return (lambda t: t.index_select(0, index),
                 lambda old, new: old.index_copy_(0, index, new.to(old.dtype)))
