@@ -15,20 +15,24 @@ def context_windows(frames: int, window: int, context: int) -> Iterator[tuple[in
         yield a, b, slice(s - a, s - a + min(window, frames - s))
 
 
-FRAME_RULES = ("ceil", "plus_one", "floor")
+FRAME_RULES = ("ceil", "plus_one", "floor")  # and "ceil:N" (below)
 
 
 def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
     """Code frames of `num_samples` samples under a codec's padding rule: "ceil" (padded up to
-    whole frames), "plus_one" (always 1..samples_per_frame zeros appended: N // hop + 1) or
-    "floor" (a partial last frame is dropped)."""
+    whole frames), "ceil:N" (padded up to a multiple of N frames, e.g. a whole attention
+    window), "plus_one" (always 1..samples_per_frame zeros appended: N // hop + 1) or "floor"
+    (a partial last frame is dropped)."""
     if rule == "ceil":
         return -(-num_samples // samples_per_frame)
+    if rule.startswith("ceil:") and rule[5:].isdigit() and int(rule[5:]) > 0:
+        block = int(rule[5:]) * samples_per_frame
+        return -(-num_samples // block) * int(rule[5:])
     if rule == "plus_one":
         return num_samples // samples_per_frame + 1
     if rule == "floor":
         return num_samples // samples_per_frame
-    raise ValueError(f"unknown frame rule {rule!r}; expected one of {FRAME_RULES}")
+    raise ValueError(f"unknown frame rule {rule!r}; expected one of {FRAME_RULES} or ceil:N")
 
 
 class FrameMath:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
 from pathlib import Path
 
@@ -120,3 +120,20 @@ class Checkpoint:
                 return list(f.keys())
         except Exception as e:  # noqa: BLE001 - SafetensorError is not exported everywhere
             raise CheckpointError(f"{self.weights}: cannot read safetensors file ({e})") from None
+
+
+def config_from_dict(cls, d: dict, title: str):
+    """A family's config dataclass from its `to_dict` form (what config.json holds, besides
+    audiotok's own "codec" and "format_version" keys): lists become tuples; an unknown key or a
+    bad value is a ConfigError naming the codec."""
+    from ..errors import ConfigError
+
+    known = {f.name for f in fields(cls)}
+    unknown = sorted(k for k in d if k not in known and k not in ("codec", "format_version"))
+    if unknown:
+        raise ConfigError(f"unknown {title} config keys {unknown}")
+    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in known}
+    try:
+        return cls(**kw)
+    except TypeError as e:
+        raise ConfigError(f"bad {title} config: {e}") from None

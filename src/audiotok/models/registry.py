@@ -13,6 +13,7 @@ FOLDERS = (
     "s2",
     "xcodec2",
     "mimi",
+    "snac",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

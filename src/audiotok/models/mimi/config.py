@@ -8,9 +8,10 @@ model's `config.json` holds; `from_hf` reads a transformers `MimiConfig` diction
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 
 from ...errors import ConfigError
+from ..family import config_from_dict
 
 
 @dataclass(frozen=True)
@@ -67,15 +68,7 @@ class MimiConfig:
     @classmethod
     def from_dict(cls, d: dict) -> MimiConfig:
         """Build from `to_dict` output; unknown keys are an error."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(k for k in d if k not in known and k not in ("codec", "format_version"))
-        if unknown:
-            raise ConfigError(f"unknown Mimi config keys {unknown}")
-        kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k in known}
-        try:
-            return cls(**kw)
-        except TypeError as e:
-            raise ConfigError(f"bad Mimi config: {e}") from None
+        return config_from_dict(cls, d, "Mimi")
 
     @classmethod
     def from_hf(cls, d: dict) -> MimiConfig:

@@ -1,0 +1,94 @@
+"""SnacCodec: SNAC behind the common Codec API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ...audio import AudioItem
+from ...checkpoint import build_model
+from ...codec import Codec
+from ...errors import AudiotokError, CodesError
+from . import FAMILY
+from .config import SnacConfig
+from .model import SnacModel
+from .noise import NOISE_MODES
+from .weights import checkpoint_file, load_checkpoint
+
+
+class SnacCodec(Codec):
+    """SNAC: mono audio <-> 3 (24 kHz) or 4 (32/44 kHz) levels of 4096 codes, one token row per
+    code of a coarse frame (7 or 15 rows; see model.py for their order).
+
+    noise: "seeded" (default), "torch" or "off" (noise.py); seed: the seeded noise's seed.
+    Inputs are zero-padded as the reference pads them: to whole coarse frames (24 kHz), or to
+    whole attention windows of 4 coarse frames (32/44 kHz). Not causal: a padded batch is
+    encoded and decoded per length, so every item gets what it gets alone."""
+
+    family = FAMILY
+    stream_window = (3, 4, 3)  # exact at 24 kHz (3 coarse frames of context each side)
+
+    def __init__(self, model: SnacModel, *, noise: str = "seeded", seed: int = 0, **kw):
+        super().__init__(model, model.config, **kw)
+        if noise not in NOISE_MODES:
+            raise AudiotokError(f"noise must be one of {', '.join(NOISE_MODES)}, got {noise!r}")
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise AudiotokError(f"seed must be an integer, got {seed!r}")
+        cfg = model.config
+        self.model.noise, self.model.seed = noise, seed
+        self.sample_rate = cfg.sampling_rate
+        self.samples_per_frame = cfg.samples_per_frame
+        self.num_codebooks = cfg.num_codebooks
+        self.codebook_sizes = (cfg.codebook_size,) * cfg.num_codebooks
+        self.block_frames = cfg.pad_frames
+        if self.block_frames > 1:
+            self.frame_rule = f"ceil:{self.block_frames}"
+            self.stream_window = (2 * self.block_frames, self.block_frames,
+                                  2 * self.block_frames)
+
+    @classmethod
+    def from_checkpoint(cls, path: Path, config: SnacConfig | None = None, **kw) -> SnacCodec:
+        path = checkpoint_file(path)
+        state_dict, config = load_checkpoint(path, config)
+        model = build_model(SnacModel, config, state_dict, str(path))
+        return cls(model, source=str(path), **kw)
+
+    @property
+    def noise(self) -> str:
+        return self.model.noise
+
+    def info(self) -> dict:
+        return {**super().info(), "noise": self.model.noise, "seed": self.model.seed,
+                "levels": len(self.config.vq_strides)}
+
+    def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
+        """Items of one padded length run as a batch (the same codes as alone); each length
+        on its own (padding more than its own would change a non-causal item's codes)."""
+        spf = self.samples_per_frame
+        frames = [self.num_frames(it.samples.numel()) for it in items]
+        out: list[torch.Tensor | None] = [None] * len(items)
+        for n in sorted(set(frames)):
+            group = [i for i, f in enumerate(frames) if f == n]
+            audio = torch.stack([F.pad(items[i].samples.to(self.device).view(1, -1),
+                                       (0, n * spf - items[i].samples.numel()))
+                                 for i in group])
+            tokens = self._run("encode", self.model.encode, audio).cpu()
+            for j, i in enumerate(group):
+                out[i] = tokens[j]
+        return out
+
+    def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        spf, frames = self.samples_per_frame, lengths.tolist()
+        bad = [n for n in frames if n % self.block_frames]
+        if bad:
+            raise CodesError(f"{self.title} at {self.sample_rate} Hz decodes whole attention "
+                             f"windows of {self.block_frames} frames; got {bad[0]} frames "
+                             "(encode never gives such a length)")
+        out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
+        for n in sorted(set(frames)):
+            group = [i for i, f in enumerate(frames) if f == n]
+            audio = self._run("decode", self.model.decode, tokens[group][..., :n])
+            out[group, :, : n * spf] = audio.to(out.dtype)
+        return out
