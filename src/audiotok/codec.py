@@ -46,6 +46,11 @@ class Codec(FrameMath):
     window_frames: int | None = None
     context_frames: int = 0
     stream_window: tuple[int, int, int] = (10, 25, 10)
+    # Non-causal codecs whose stream_window has enough context to equal the offline decode
+    # (windows starting at multiples of window_align frames): stream_decoder re-decodes such
+    # windows (audiotok.stream.WindowedStreamDecoder).
+    stream_exact: bool = False
+    window_align: int = 1
     # Causal codecs: long inputs run through the streaming path in pieces of this many frames
     # (exact): bounded memory, and faster than one huge pass on CPU. None: one pass, as with
     # CUDA graphs. See _encode_causal / _decode_causal.
@@ -183,16 +188,26 @@ class Codec(FrameMath):
                               for piece in audio.split(chunk * self.samples_per_frame, -1)], -1)
 
     # -- decode ------------------------------------------------------------------------------
-    def decode(self, codes, *, clamp: bool = False) -> torch.Tensor:
+    def decode(self, codes, *, clamp: bool = False, frame_offsets=None) -> torch.Tensor:
         """Audio float32 [B, 1, N] for Codes or integer tokens [B, K, T] / [K, T].
 
         Each item is trimmed to its length (the samples it was encoded from when known, else
         frames * samples_per_frame) and zero beyond it; N is the longest item. Tokens outside a
-        codebook raise CodesError, or are clamped into range with clamp=True.
+        codebook raise CodesError, or are clamped into range with clamp=True. frame_offsets
+        (per item): where each item's first frame sits in a longer stream, for a codec whose
+        output depends on absolute position (a decoder's seeded noise); others ignore it.
         """
         tokens, lengths, num_samples = self._check_codes(codes, clamp)
         with torch.inference_mode():
-            audio = self._decode_batch(tokens.to(self.device), lengths).float()
+            if frame_offsets is None:
+                audio = self._decode_batch(tokens.to(self.device), lengths)
+            else:
+                offsets = torch.as_tensor(frame_offsets, dtype=torch.long).reshape(-1)
+                if offsets.numel() != tokens.shape[0] or bool((offsets < 0).any()):
+                    raise CodesError(f"frame_offsets must be {tokens.shape[0]} frame numbers "
+                                     ">= 0, one per item")
+                audio = self._decode_at(tokens.to(self.device), lengths, offsets)
+            audio = audio.float()
         out_len = self.audio_lengths(lengths, num_samples)
         n_max = int(out_len.max())
         audio = audio[..., :n_max].clone()
@@ -211,6 +226,12 @@ class Codec(FrameMath):
         """Audio [B, 1, T * samples_per_frame] for in-range tokens [B, K, T] (zeros past each
         item's length in frames)."""
         raise NotImplementedError
+
+    def _decode_at(self, tokens: torch.Tensor, lengths: torch.Tensor, frame_offsets: torch.Tensor
+                   ) -> torch.Tensor:
+        """_decode_batch for items that start at frame_offsets of their streams; a codec whose
+        output depends on absolute position overrides it."""
+        return self._decode_batch(tokens, lengths)
 
     def _decode_causal(self, tokens: torch.Tensor) -> torch.Tensor:
         """model.decode(tokens) for a causal codec, long inputs in streamed pieces of
@@ -262,9 +283,12 @@ class Codec(FrameMath):
     # -- streaming ---------------------------------------------------------------------------
     def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False):
         """Incremental decoder: `with codec.stream_decoder(B) as dec: pcm = dec.push(tokens)`.
-        Exact for causal codecs (output equals offline decode); see audiotok.stream."""
-        from .stream import StreamDecoder
+        Exact for causal codecs and for those with exact windows (`stream_exact`): the output
+        equals the offline decode; see audiotok.stream."""
+        from .stream import StreamDecoder, WindowedStreamDecoder
 
+        if self.stream_exact:
+            return WindowedStreamDecoder(self, batch_size, clamp)
         self._require_causal()
         return StreamDecoder(self, batch_size, clamp)
 

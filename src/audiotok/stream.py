@@ -72,6 +72,66 @@ class StreamDecoder(_Stream):
         return torch.zeros(self.batch_size, 1, 0)
 
 
+class WindowedStreamDecoder:
+    """Tokens in, audio out for a non-causal codec whose windows decode exactly
+    (Codec.stream_exact): each push returns the audio of the frames that now have `lookahead`
+    frames after them, decoded in one window with `left` frames of context before (starts
+    aligned to `window_align` frames); flush() returns the rest. Every sample comes out once,
+    equal to the offline decode of the whole sequence. Latency: `lookahead` frames."""
+
+    def __init__(self, codec, batch_size: int = 1, clamp: bool = False):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.codec, self.batch_size, self.clamp = codec, batch_size, clamp
+        self.left, _, self.lookahead = codec.stream_window
+        self.align = codec.window_align
+        self.history = torch.zeros(batch_size, codec.num_codebooks, 0, dtype=torch.long)
+        self.start = 0  # the stream frame history[..., 0] is
+        self.emitted = 0
+        self.frames = 0
+        self._open = False
+
+    def __enter__(self):
+        self._open = True
+        return self
+
+    def __exit__(self, *exc):
+        self._open = False
+
+    def push(self, tokens) -> torch.Tensor:
+        """Audio float32 [B, 1, samples_per_frame * e] for tokens [B, K, t]: the e frames that
+        became ready (0 until `lookahead` frames follow the first)."""
+        if not self._open:
+            raise RuntimeError("use the stream inside a `with` block")
+        tokens = _token_chunk(tokens, self.batch_size, self.codec)
+        tokens, _, _ = self.codec._check_codes(tokens, self.clamp)
+        self.history = torch.cat([self.history, tokens.cpu()], -1)
+        self.frames += tokens.shape[-1]
+        ready = self.frames - self.lookahead - self.emitted
+        return self._emit(ready - ready % self.align if ready > 0 else 0)
+
+    def flush(self) -> torch.Tensor:
+        """The audio of the frames still held back (the last `lookahead`)."""
+        if not self._open:
+            raise RuntimeError("use the stream inside a `with` block")
+        return self._emit(self.frames - self.emitted)
+
+    def _emit(self, count: int) -> torch.Tensor:
+        codec, spf = self.codec, self.codec.samples_per_frame
+        if count <= 0:
+            return torch.zeros(self.batch_size, 1, 0)
+        first = max(0, self.emitted - self.left)
+        first -= first % self.align
+        stop = min(self.frames, self.emitted + count + self.lookahead)
+        window = self.history[..., first - self.start : stop - self.start]
+        audio = codec.decode(window, frame_offsets=[first] * self.batch_size)
+        keep = audio[..., (self.emitted - first) * spf : (self.emitted - first + count) * spf]
+        self.emitted += count
+        drop = max(0, self.emitted - self.left) // self.align * self.align - self.start
+        self.history, self.start = self.history[..., drop:], self.start + drop
+        return keep
+
+
 class StreamEncoder(_Stream):
     """Audio in (at the codec's rate), tokens out as soon as each frame's samples are complete."""
 

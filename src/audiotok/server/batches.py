@@ -179,35 +179,39 @@ class WindowedDecode:
     def gather(self, streams: list[DecodeStream]) -> list[tuple[torch.Tensor, int, int]]:
         return [self._window(s) for s in streams]
 
-    def _window(self, s: DecodeStream) -> tuple[torch.Tensor, int, int]:
-        """(window tokens [K, n], offset of the first output frame in it, frames to output)."""
+    def _window(self, s: DecodeStream) -> tuple[torch.Tensor, int, int, int]:
+        """(window tokens [K, n], offset of the first output frame in it, frames to output,
+        the stream frame the window starts at)."""
         if s.held:
             s.history = torch.cat([s.history, s.take(s.held)], 1)
         w = self.window
         avail = s.history_start + s.history.shape[1]
         emit = min(w.chunk, avail - s.emitted)
         start = max(0, s.emitted - w.left)
+        start -= start % self.codec.window_align  # e.g. whole attention windows
         stop = min(avail, s.emitted + emit + w.lookahead)
         tokens = s.history[:, start - s.history_start : stop - s.history_start]
         offset = s.emitted - start
         s.emitted += emit
         keep_from = max(0, s.emitted - w.left)  # what the next window can still need
+        keep_from -= keep_from % self.codec.window_align
         s.history = s.history[:, keep_from - s.history_start:]
         s.history_start = keep_from
-        return tokens, offset, emit
+        return tokens, offset, emit, start
 
     def run(self, streams: list[DecodeStream], work: list[tuple]) -> list[np.ndarray]:
         codec = self.codec
-        lengths = [t.shape[1] for t, _, _ in work]
+        lengths = [t.shape[1] for t, *_ in work]
         tokens = torch.zeros(len(work), codec.num_codebooks, max(lengths), dtype=torch.long)
-        for i, (t, _, _) in enumerate(work):
+        for i, (t, *_) in enumerate(work):
             tokens[i, :, : t.shape[1]] = t
         codes = Codes(tokens, torch.tensor(lengths), codec=codec.name,
                       sample_rate=codec.sample_rate, samples_per_frame=codec.samples_per_frame)
-        audio = codec.decode(codes).numpy()
+        # each window's place in its stream: a codec's output may depend on it (seeded noise)
+        audio = codec.decode(codes, frame_offsets=[start for *_, start in work]).numpy()
         spf = codec.samples_per_frame
         return [audio[i, 0, offset * spf : (offset + emit) * spf]
-                for i, (_, offset, emit) in enumerate(work)]
+                for i, (_, offset, emit, _) in enumerate(work)]
 
 
 def run_offline(codec, kind: str, payloads: list) -> list[np.ndarray]:

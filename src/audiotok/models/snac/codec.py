@@ -10,9 +10,9 @@ import torch.nn.functional as F
 from ...audio import AudioItem
 from ...checkpoint import build_model
 from ...codec import Codec
-from ...errors import AudiotokError, CodesError
+from ...errors import AudiotokError
 from . import FAMILY
-from .config import SnacConfig
+from .config import SnacConfig, decode_context
 from .model import SnacModel
 from .noise import NOISE_MODES
 from .weights import checkpoint_file, load_checkpoint
@@ -25,10 +25,12 @@ class SnacCodec(Codec):
     noise: "seeded" (default), "torch" or "off" (noise.py); seed: the seeded noise's seed.
     Inputs are zero-padded as the reference pads them: to whole coarse frames (24 kHz), or to
     whole attention windows of 4 coarse frames (32/44 kHz). Not causal: a padded batch is
-    encoded and decoded per length, so every item gets what it gets alone."""
+    encoded and decoded per length, so every item gets what it gets alone. Streams decode in
+    windows with enough context to equal the offline decode (stream_window; `stream_exact`)."""
 
     family = FAMILY
-    stream_window = (3, 4, 3)  # exact at 24 kHz (3 coarse frames of context each side)
+    stream_window = (3, 4, 3)  # (left, chunk, lookahead) frames; per config in __init__
+    stream_exact = True
 
     def __init__(self, model: SnacModel, *, noise: str = "seeded", seed: int = 0, **kw):
         super().__init__(model, model.config, **kw)
@@ -45,8 +47,9 @@ class SnacCodec(Codec):
         self.block_frames = cfg.pad_frames
         if self.block_frames > 1:
             self.frame_rule = f"ceil:{self.block_frames}"
-            self.stream_window = (2 * self.block_frames, self.block_frames,
-                                  2 * self.block_frames)
+            self.window_align = self.block_frames
+        left, right = decode_context(cfg)  # 24 kHz: 3, 3; 32/44 kHz: 8, 8
+        self.stream_window = (left, -(-4 // self.block_frames) * self.block_frames, right)
 
     @classmethod
     def from_checkpoint(cls, path: Path, config: SnacConfig | None = None, **kw) -> SnacCodec:
@@ -80,15 +83,22 @@ class SnacCodec(Codec):
         return out
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return self._decode_at(tokens, lengths, torch.zeros_like(lengths))
+
+    def _decode_at(self, tokens: torch.Tensor, lengths: torch.Tensor, frame_offsets: torch.Tensor
+                   ) -> torch.Tensor:
+        """Items of one length as a batch, each length on its own (padding would reach a
+        non-causal item's audio). A length that is not whole attention windows (32/44 kHz) is
+        padded with copies of its last frame to whole windows, the padding's audio dropped."""
         spf, frames = self.samples_per_frame, lengths.tolist()
-        bad = [n for n in frames if n % self.block_frames]
-        if bad:
-            raise CodesError(f"{self.title} at {self.sample_rate} Hz decodes whole attention "
-                             f"windows of {self.block_frames} frames; got {bad[0]} frames "
-                             "(encode never gives such a length)")
         out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
         for n in sorted(set(frames)):
             group = [i for i, f in enumerate(frames) if f == n]
-            audio = self._run("decode", self.model.decode, tokens[group][..., :n])
-            out[group, :, : n * spf] = audio.to(out.dtype)
+            x = tokens[group][..., :n]
+            pad = -n % self.block_frames
+            if pad:
+                x = torch.cat([x, x[..., -1:].expand(-1, -1, pad)], -1)
+            offsets = frame_offsets[group].to(tokens.device)
+            audio = self._run("decode", self.model.decode, x, offsets)
+            out[group, :, : n * spf] = audio[..., : n * spf].to(out.dtype)
         return out

@@ -90,3 +90,31 @@ SNAC_32KHZ = SnacConfig(sampling_rate=32000, encoder_dim=64, encoder_rates=(2, 3
 SNAC_44KHZ = SnacConfig(**{**SNAC_32KHZ.to_dict(), "sampling_rate": 44100,
                            "encoder_rates": (2, 3, 8, 8), "decoder_rates": (8, 8, 3, 2),
                            "vq_strides": (8, 4, 2, 1)})
+
+
+def decode_context(cfg: SnacConfig) -> tuple[int, int]:
+    """(left, right): the coarse frames before and after a frame whose codes reach its audio,
+    by following the decoder's layers back from the frame's samples (each convolution's taps,
+    each transposed convolution's inputs, whole attention windows), the most over a frame's
+    places in an attention window; a window with that much context on each side decodes the
+    frame as the whole sequence does. Rounded up to whole attention windows (the windows
+    must start on one)."""
+    align = cfg.pad_frames
+    spans = [_frame_span(cfg, 64 * align + k) for k in range(align)]
+    left, right = max(s[0] for s in spans), max(s[1] for s in spans)
+    return -(-left // align) * align, -(-right // align) * align
+
+
+def _frame_span(cfg: SnacConfig, frame: int) -> tuple[int, int]:
+    s0, hop = cfg.vq_strides[0], cfg.hop_length
+    a, b = frame * hop * s0, (frame + 1) * hop * s0 - 1  # the frame's samples
+    a, b = a - 3, b + 3  # the last k7 convolution
+    for stride in reversed(cfg.decoder_rates):
+        a, b = a - 3 * (1 + 3 + 9), b + 3 * (1 + 3 + 9)  # residual units, dilations 1, 3, 9
+        pad, kernel = -(-stride // 2), 2 * stride  # transposed conv: out j = i s - pad + m
+        a, b = -((-(a + pad - kernel + 1)) // stride), (b + pad) // stride
+    if cfg.attn_window_size is not None:
+        w = cfg.attn_window_size
+        a, b = a // w * w, b // w * w + w - 1
+    a, b = a - 3, b + 3  # the depthwise k7 convolution at the latent rate
+    return frame - a // s0, b // s0 - frame

@@ -237,9 +237,11 @@ class SnacModel(nn.Module):
     def encode(self, audio: torch.Tensor) -> torch.Tensor:
         return levels_to_rows(self.quantizer.encode(self.encoder(audio)), self.config)
 
-    def decode(self, tokens: torch.Tensor, frame_offset: int = 0) -> torch.Tensor:
-        """frame_offset: the coarse frame tokens[..., 0] is in its stream (seeded noise is a
-        function of absolute position, so a window of a stream gets the whole's noise)."""
+    def decode(self, tokens: torch.Tensor, frame_offset: int | torch.Tensor = 0
+               ) -> torch.Tensor:
+        """frame_offset (one, or per row [B]): the coarse frame tokens[..., 0] is in its stream
+        (seeded noise is a function of absolute position, so a window of a stream gets the
+        whole's noise)."""
         z = self.quantizer.decode(rows_to_levels(tokens, self.config))
         blocks = iter(range(len(self.config.decoder_rates)))
         frames = tokens.shape[-1]
@@ -251,9 +253,10 @@ class SnacModel(nn.Module):
             b, _, t = x.shape
             if self.noise == "torch":
                 return torch.randn((b, 1, t), device=x.device, dtype=x.dtype)
-            per_frame = t // frames
-            positions = frame_offset * per_frame + torch.arange(t, device=x.device)
-            return position_normal(self.seed, block, positions, x.dtype)[None, None]
+            first = torch.as_tensor(frame_offset, device=x.device).long().reshape(-1, 1)
+            positions = first * (t // frames) + torch.arange(t, device=x.device)
+            noise = position_normal(self.seed, block, positions, x.dtype)[:, None]
+            return noise.expand(b, 1, t)
 
         if self.noise not in NOISE_MODES:
             raise ValueError(f"noise must be one of {NOISE_MODES}, got {self.noise!r}")

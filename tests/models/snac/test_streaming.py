@@ -1,0 +1,72 @@
+"""SNAC streams: windows with the context the decoder's layers reach (3 coarse frames each side
+at 24 kHz, 8 aligned to the attention windows at 32 kHz) equal the offline decode, seeded noise
+included, in the library's stream_decoder and in the serving engine under random schedules;
+every sample comes out once, the first frame and the last ones included."""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, example, given, settings
+
+from audiotok.models.snac.config import SNAC_24KHZ, SNAC_32KHZ, decode_context
+from audiotok.server import Engine, EngineSettings
+from tests.server.schedules import run_decode_schedule
+from tests.server.test_engine import CORNERS, schedules
+
+
+def test_decode_context_follows_the_layers():
+    # the spec's measured receptive fields: 24 kHz 4757 samples (3 frames) each side; 32 kHz
+    # 8 frames aligned to the 4-frame attention windows
+    assert decode_context(SNAC_24KHZ) == (3, 3)
+    assert decode_context(SNAC_32KHZ) == (8, 8)
+
+
+@pytest.mark.parametrize("name", ["tiny", "tiny_blocks", "24khz", "32khz"])
+def test_stream_decoder_equals_offline(snac_codecs, name):
+    codec = snac_codecs[name]
+    frames = 23  # at 32 kHz not whole attention windows: the last one padded alike
+    g = torch.Generator().manual_seed(4)
+    batch = 1 if name == "32khz" else 2  # (the full 32 kHz model is the slow one)
+    tokens = torch.randint(0, 4096 if "khz" in name else 64,
+                           (batch, codec.num_codebooks, frames), generator=g)
+    whole = codec.decode(tokens)
+    assert whole.shape[-1] == frames * codec.samples_per_frame
+    plans = [[1] * frames, [5, 1, 7, 10]] if "khz" not in name else [[1] * frames, [frames]]
+    for sizes in plans:
+        pieces, sent = [], 0
+        with codec.stream_decoder(batch) as dec:
+            for n in sizes:
+                pieces.append(dec.push(tokens[..., sent : sent + n]))
+                sent += n
+                # a frame's audio comes once `lookahead` frames follow it
+                done = sum(p.shape[-1] for p in pieces) // codec.samples_per_frame
+                assert done >= sent - codec.stream_window[2] - codec.window_align + 1
+            pieces.append(dec.flush())
+        got = torch.cat(pieces, -1)
+        assert got.shape == whole.shape
+        assert (got - whole).abs().max() <= 1e-5, (name, sizes)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(plan=schedules())
+@example(plan=CORNERS[1])
+@pytest.mark.parametrize("name", ["tiny", "tiny_blocks"])
+def test_engine_decode_streams_equal_offline(snac_codecs, name, plan):
+    """Windowed engine streams (several in one batch, ragged pushes) with the window's place
+    in its stream passed to the seeded noise: each equals its offline decode."""
+    codec = snac_codecs[name]
+    streams, max_batch, max_step_frames, seed = plan
+    engine = Engine({"snac": codec}, EngineSettings(
+        max_streams=16, max_batch=max_batch, max_step_frames=max_step_frames), start=False)
+    run_decode_schedule(engine, codec, streams, seed, name="snac")
+
+
+def test_offline_partial_attention_window_is_edge_padded(snac_codecs):
+    codec = snac_codecs["32khz"]
+    tokens = torch.randint(0, 4096, (1, 15, 5), generator=torch.Generator().manual_seed(1))
+    padded = torch.cat([tokens, tokens[..., -1:].expand(-1, -1, 3)], -1)
+    spf = codec.samples_per_frame
+    got, full = codec.decode(tokens), codec.decode(padded)
+    assert got.shape[-1] == 5 * spf
+    np.testing.assert_allclose(got.numpy(), full[..., : 5 * spf].numpy(), atol=1e-6)
