@@ -176,7 +176,7 @@ class WindowedDecode:
         w = self.window
         return new >= w.chunk + w.lookahead or (s.state == "finishing" and new > 0)
 
-    def gather(self, streams: list[DecodeStream]) -> list[tuple[torch.Tensor, int, int]]:
+    def gather(self, streams: list[DecodeStream]) -> list[tuple[torch.Tensor, int, int, int]]:
         return [self._window(s) for s in streams]
 
     def _window(self, s: DecodeStream) -> tuple[torch.Tensor, int, int, int]:
