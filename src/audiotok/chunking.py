@@ -15,6 +15,14 @@ def context_windows(frames: int, window: int, context: int) -> Iterator[tuple[in
         yield a, b, slice(s - a, s - a + min(window, frames - s))
 
 
+def window_start(emitted: int, left: int, align: int = 1) -> int:
+    """The first frame a stream's window decoding from frame `emitted` on reads: `left` frames
+    of context before it, moved back to a multiple of `align` (e.g. whole attention windows).
+    Also the first frame the stream must keep for its next window."""
+    first = max(0, emitted - left)
+    return first - first % align
+
+
 FRAME_RULES = ("ceil", "plus_one", "floor")  # and "ceil:N" (below)
 
 

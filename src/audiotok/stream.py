@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from ._version import __version__
+from .chunking import window_start
 from .codes import Codes
 from .errors import AudioError, CodesError
 from .nn.streaming import stream_copy, streaming
@@ -120,14 +121,13 @@ class WindowedStreamDecoder:
         codec, spf = self.codec, self.codec.samples_per_frame
         if count <= 0:
             return torch.zeros(self.batch_size, 1, 0)
-        first = max(0, self.emitted - self.left)
-        first -= first % self.align
+        first = window_start(self.emitted, self.left, self.align)
         stop = min(self.frames, self.emitted + count + self.lookahead)
         window = self.history[..., first - self.start : stop - self.start]
         audio = codec.decode(window, frame_offsets=[first] * self.batch_size)
         keep = audio[..., (self.emitted - first) * spf : (self.emitted - first + count) * spf]
         self.emitted += count
-        drop = max(0, self.emitted - self.left) // self.align * self.align - self.start
+        drop = window_start(self.emitted, self.left, self.align) - self.start
         self.history, self.start = self.history[..., drop:], self.start + drop
         return keep
 

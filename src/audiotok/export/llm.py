@@ -121,10 +121,12 @@ def outside(ids: np.ndarray, lo: int, hi: int, what: str) -> None:
 _TOKEN = re.compile(r"<\|([^|>]*)\|>")
 
 
-def parse_text(text: str, pattern: re.Pattern, what: str) -> list[str]:
-    """The tokens of `text` in order; anything between them is an error."""
+def parse_text(text: str, pattern: re.Pattern, what: str, token: re.Pattern = _TOKEN
+               ) -> list[str]:
+    """The tokens of `text` (each `<|...|>`, or a match of `token`) in order; anything between
+    them is an error, and so is a token that `pattern` does not match."""
     out, pos = [], 0
-    for m in _TOKEN.finditer(text):
+    for m in token.finditer(text):
         if text[pos: m.start()].strip():
             raise TokenIdError(f"unexpected text {text[pos: m.start()].strip()[:30]!r} after "
                                f"character {pos}")

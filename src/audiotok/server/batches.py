@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
+from ..chunking import window_start
 from ..codes import Codes
 from .settings import WindowSettings
 from .slots import GraphedSteps, SlotTable, bucket_sizes
@@ -187,14 +188,12 @@ class WindowedDecode:
         w = self.window
         avail = s.history_start + s.history.shape[1]
         emit = min(w.chunk, avail - s.emitted)
-        start = max(0, s.emitted - w.left)
-        start -= start % self.codec.window_align  # e.g. whole attention windows
+        start = window_start(s.emitted, w.left, self.codec.window_align)
         stop = min(avail, s.emitted + emit + w.lookahead)
         tokens = s.history[:, start - s.history_start : stop - s.history_start]
         offset = s.emitted - start
         s.emitted += emit
-        keep_from = max(0, s.emitted - w.left)  # what the next window can still need
-        keep_from -= keep_from % self.codec.window_align
+        keep_from = window_start(s.emitted, w.left, self.codec.window_align)  # the next's
         s.history = s.history[:, keep_from - s.history_start:]
         s.history_start = keep_from
         return tokens, offset, emit, start

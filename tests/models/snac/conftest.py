@@ -1,6 +1,6 @@
-"""SNAC test fixtures: the reference on random weights (tiny, tiny with attention, and the
-released 24 and 32 kHz sizes), saved in the hub layout, and audiotok's codec loaded from the
-files; built once per module."""
+"""SNAC test fixtures: the reference on random weights (tiny, tiny with local attention of 1
+and of 2 coarse frames, and the released 24 and 32 kHz sizes), saved in the hub layout once per
+session, and audiotok's codecs loaded from the files."""
 
 import pytest
 
@@ -8,27 +8,23 @@ from tests.models.snac import reference
 
 CONFIGS = {"tiny": reference.TINY, "tiny_attn": reference.TINY_ATTN,
            "24khz": reference.FULL_24, "32khz": reference.FULL_32}
-STREAMED = {"tiny": reference.TINY, "tiny_blocks": reference.TINY_BLOCKS,
-            "24khz": reference.FULL_24, "32khz": reference.FULL_32}
+STREAMED = ("tiny", "tiny_blocks", "24khz", "32khz")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def snac_pair(tmp_path_factory):
-    """name -> (reference model, saved folder)."""
+    """name -> (reference model, saved folder), every configuration above and tiny_blocks."""
     pytest.importorskip("snac", reason="snac is the SNAC test oracle: pip install snac==1.2.1")
     out = {}
-    for name, config in CONFIGS.items():
+    for name, config in {**CONFIGS, "tiny_blocks": reference.TINY_BLOCKS}.items():
         model = reference.snac_model(config)
         out[name] = model, reference.save(model, config, tmp_path_factory.mktemp(name))
     return out
 
 
-@pytest.fixture(scope="module")
-def snac_codecs(tmp_path_factory):
-    """name -> audiotok's codec (seeded noise) on random weights, for the streaming tests."""
-    pytest.importorskip("snac", reason="snac is the SNAC test oracle: pip install snac==1.2.1")
+@pytest.fixture(scope="session")
+def snac_codecs(snac_pair):
+    """name -> audiotok's codec (seeded noise) for the streaming tests."""
     import audiotok
 
-    return {name: audiotok.load(reference.save(reference.snac_model(config), config,
-                                               tmp_path_factory.mktemp(name)))
-            for name, config in STREAMED.items()}
+    return {name: audiotok.load(snac_pair[name][1]) for name in STREAMED}

@@ -44,12 +44,11 @@ class SnacCodec(Codec):
         self.samples_per_frame = cfg.samples_per_frame
         self.num_codebooks = cfg.num_codebooks
         self.codebook_sizes = (cfg.codebook_size,) * cfg.num_codebooks
-        self.block_frames = cfg.pad_frames
-        if self.block_frames > 1:
-            self.frame_rule = f"ceil:{self.block_frames}"
-            self.window_align = self.block_frames
+        self.window_align = align = cfg.pad_frames  # frames of an attention window (or 1)
+        if align > 1:
+            self.frame_rule = f"ceil:{align}"
         left, right = decode_context(cfg)  # 24 kHz: 3, 3; 32/44 kHz: 8, 8
-        self.stream_window = (left, -(-4 // self.block_frames) * self.block_frames, right)
+        self.stream_window = (left, -(-4 // align) * align, right)  # chunk: 4 frames or more
 
     @classmethod
     def from_checkpoint(cls, path: Path, config: SnacConfig | None = None, **kw) -> SnacCodec:
@@ -70,10 +69,8 @@ class SnacCodec(Codec):
         """Items of one padded length run as a batch (the same codes as alone); each length
         on its own (padding more than its own would change a non-causal item's codes)."""
         spf = self.samples_per_frame
-        frames = [self.num_frames(it.samples.numel()) for it in items]
         out: list[torch.Tensor | None] = [None] * len(items)
-        for n in sorted(set(frames)):
-            group = [i for i, f in enumerate(frames) if f == n]
+        for n, group in by_length([self.num_frames(it.samples.numel()) for it in items]):
             audio = torch.stack([F.pad(items[i].samples.to(self.device).view(1, -1),
                                        (0, n * spf - items[i].samples.numel()))
                                  for i in group])
@@ -90,15 +87,19 @@ class SnacCodec(Codec):
         """Items of one length as a batch, each length on its own (padding would reach a
         non-causal item's audio). A length that is not whole attention windows (32/44 kHz) is
         padded with copies of its last frame to whole windows, the padding's audio dropped."""
-        spf, frames = self.samples_per_frame, lengths.tolist()
+        spf = self.samples_per_frame
         out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
-        for n in sorted(set(frames)):
-            group = [i for i, f in enumerate(frames) if f == n]
+        for n, group in by_length(lengths.tolist()):
             x = tokens[group][..., :n]
-            pad = -n % self.block_frames
+            pad = -n % self.window_align
             if pad:
                 x = torch.cat([x, x[..., -1:].expand(-1, -1, pad)], -1)
             offsets = frame_offsets[group].to(tokens.device)
             audio = self._run("decode", self.model.decode, x, offsets)
             out[group, :, : n * spf] = audio[..., : n * spf].to(out.dtype)
         return out
+
+
+def by_length(frames: list[int]) -> list[tuple[int, list[int]]]:
+    """(length, indices of the items of that length) for each distinct length."""
+    return [(n, [i for i, f in enumerate(frames) if f == n]) for n in sorted(set(frames))]

@@ -68,6 +68,7 @@ class OrpheusIds(_Snac24Ids):
     CUSTOM = 128256  # the id of <custom_token_0>
     START_OF_SPEECH, END_OF_SPEECH = 128257, 128258
     PATTERN = re.compile(r"<custom_token_(\d+)>")
+    TOKEN = re.compile(r"<[^<>]*>")  # any <...> token in Orpheus's text
 
     def describe(self) -> dict:
         return {"scheme": self.name, "first_audio_id": self.FIRST, "ids_per_slot": CODES,
@@ -99,17 +100,9 @@ class OrpheusIds(_Snac24Ids):
         return "".join(f"<custom_token_{int(i) - self.CUSTOM}>" for i in self.to_ids(tokens))
 
     def from_text(self, text: str) -> np.ndarray:
-        ids, pos = [], 0
-        for m in self.PATTERN.finditer(text):
-            if text[pos: m.start()].strip():
-                raise TokenIdError(f"unexpected text {text[pos: m.start()].strip()[:30]!r} "
-                                   f"after character {pos}")
-            ids.append(int(m.group(1)) + self.CUSTOM)
-            pos = m.end()
-        if text[pos:].strip():
-            raise TokenIdError(f"unexpected text {text[pos:].strip()[:30]!r} after character "
-                               f"{pos} (expected <custom_token_N> tokens)")
-        return self.from_ids(np.asarray(ids, dtype=np.int64))
+        tokens = parse_text(text, self.PATTERN, "a <custom_token_N> token", token=self.TOKEN)
+        return self.from_ids(np.asarray([int(self.PATTERN.fullmatch(t).group(1)) + self.CUSTOM
+                                         for t in tokens], dtype=np.int64))
 
 
 class MiniOmniIds(_Snac24Ids):
