@@ -155,6 +155,8 @@ def test_bad_pushes(s2_codec):
     dec = s2_codec.stream_decoder()
     with pytest.raises(RuntimeError, match="with"):
         dec.push(torch.zeros(1, 10, 1, dtype=torch.long))
+    with pytest.raises(AudiotokError, match="window= does not apply"):
+        s2_codec.stream_decoder(window=(1, 1))
 
 
 def test_xcodec2_cannot_stream(xc_codec):

@@ -281,14 +281,19 @@ class Codec(FrameMath):
         return tokens, lengths.cpu().long(), None if num_samples is None else num_samples.cpu()
 
     # -- streaming ---------------------------------------------------------------------------
-    def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False):
+    def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False,
+                       window: tuple[int, int] | None = None):
         """Incremental decoder: `with codec.stream_decoder(B) as dec: pcm = dec.push(tokens)`.
         Exact for causal codecs and for those with exact windows (`stream_exact`): the output
-        equals the offline decode; see audiotok.stream."""
+        equals the offline decode; see audiotok.stream. `window`: (left, lookahead) frames of
+        context of a windowed codec's stream (default: stream_window's, the exact ones); fewer
+        lookahead frames give audio sooner, no longer exactly the offline decode."""
         from .stream import StreamDecoder, WindowedStreamDecoder
 
         if self.stream_exact:
-            return WindowedStreamDecoder(self, batch_size, clamp)
+            return WindowedStreamDecoder(self, batch_size, clamp, window)
+        if window is not None:
+            raise AudiotokError(f"{self.title} streams without windows: window= does not apply")
         self._require_causal()
         return StreamDecoder(self, batch_size, clamp)
 

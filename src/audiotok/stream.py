@@ -78,13 +78,21 @@ class WindowedStreamDecoder:
     (Codec.stream_exact): each push returns the audio of the frames that now have `lookahead`
     frames after them, decoded in one window with `left` frames of context before (starts
     aligned to `window_align` frames); flush() returns the rest. Every sample comes out once,
-    equal to the offline decode of the whole sequence. Latency: `lookahead` frames."""
+    equal to the offline decode of the whole sequence. Latency: `lookahead` frames. `window`
+    (left, lookahead) replaces the codec's; shorter than its own, the audio is no longer
+    exactly the offline decode (the codec's page gives the deviation)."""
 
-    def __init__(self, codec, batch_size: int = 1, clamp: bool = False):
+    def __init__(self, codec, batch_size: int = 1, clamp: bool = False,
+                 window: tuple[int, int] | None = None):
         if not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         self.codec, self.batch_size, self.clamp = codec, batch_size, clamp
         self.left, _, self.lookahead = codec.stream_window
+        if window is not None:
+            if (not isinstance(window, tuple | list) or len(window) != 2
+                    or not all(isinstance(w, int) and w >= 0 for w in window)):
+                raise ValueError(f"window must be (left, lookahead) frames >= 0, got {window!r}")
+            self.left, self.lookahead = window
         self.align = codec.window_align
         self.history = torch.zeros(batch_size, codec.num_codebooks, 0, dtype=torch.long)
         self.start = 0  # the stream frame history[..., 0] is

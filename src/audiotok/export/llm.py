@@ -152,6 +152,9 @@ class GenericIds:
     summary = "an id range per codebook from --llm-offset, frame-major"
     PATTERN = re.compile(r"<\|a_(\d+)\|>")
 
+    skip_ids: tuple[int, ...] = ()
+    end_ids: tuple[int, ...] = ()
+
     def __init__(self, codebook_sizes: Sequence[int], offset: int = 0, order: str = "frame",
                  delay: bool = False, pad_id: int | None = None):
         if order not in ("frame", "codebook"):
@@ -221,10 +224,89 @@ class GenericIds:
     def to_text(self, tokens) -> str:
         return "".join(f"<|a_{int(i) - self.offset}|>" for i in self.to_ids(tokens))
 
+    def text_ids(self, text: str) -> np.ndarray:
+        """The ids of a text form, not yet framed."""
+        return np.asarray([int(self.PATTERN.fullmatch(t).group(1)) + self.offset
+                           for t in parse_text(text, self.PATTERN, "an <|a_i|> token")],
+                          dtype=np.int64)
+
     def from_text(self, text: str) -> np.ndarray:
-        ids = [int(self.PATTERN.fullmatch(t).group(1)) + self.offset
-               for t in parse_text(text, self.PATTERN, "an <|a_i|> token")]
-        return self.from_ids(np.asarray(ids, dtype=np.int64))
+        return self.from_ids(self.text_ids(text))
+
+    @property
+    def ids_per_frame(self) -> int | None:
+        """Ids of one frame when frames come one after another (IdReader), else None."""
+        return len(self.sizes) if self.order == "frame" and not self.delay else None
+
+    def slot_ids(self, k: int) -> tuple[int, int]:
+        """The ids [lo, hi) of position k of a frame."""
+        return int(self.offsets[k]), int(self.offsets[k]) + self.sizes[k]
+
+
+class IdReader:
+    """A language model's output as it comes (ids, or text in any pieces) -> whole frames of
+    tokens [K, t], for a scheme whose frames follow one another (`ids_per_frame`): an Orpheus
+    server's audio stage. The scheme's `skip_ids` (start of speech) are passed over and its
+    `end_ids` (end of speech) end the input; any other id outside the speech range is refused.
+    `finish()` returns how many ids of an incomplete last frame were dropped (the language
+    models' own offline parsers drop them too)."""
+
+    MAX_PENDING_TEXT = 256  # characters of an unfinished token held back
+
+    def __init__(self, scheme):
+        if getattr(scheme, "ids_per_frame", None) is None:
+            raise TokenIdError(f"the {scheme.name} scheme does not send frames one after "
+                               "another, so its ids cannot be read as they come")
+        self.scheme = scheme
+        self.per_frame = scheme.ids_per_frame
+        self.lo, self.hi = np.array([scheme.slot_ids(k) for k in range(self.per_frame)]).T
+        self.pending = np.zeros(0, np.int64)  # ids of a frame not yet complete
+        self.text = ""  # text after the last complete token
+        self.ended = False
+        self.ids_read = 0  # speech ids so far (markers not counted)
+
+    def feed_ids(self, ids) -> np.ndarray:
+        """Tokens [K, t] of the frames these ids complete (t may be 0)."""
+        a = ints(ids, "ids").reshape(-1)
+        if self.ended and a.size:
+            raise TokenIdError(f"id {int(a[0])} after the end of speech")
+        end = np.isin(a, self.scheme.end_ids)
+        if end.any():
+            a, self.ended = a[: int(np.argmax(end))], True
+        a = a[~np.isin(a, self.scheme.skip_ids)]
+        slot = (self.ids_read + np.arange(a.size)) % self.per_frame
+        bad = (a < self.lo[slot]) | (a >= self.hi[slot])
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise TokenIdError(f"id {int(a[i])} (speech id {self.ids_read + i} of the stream) is "
+                               f"not an id of frame slot {slot[i]} ({self.lo[slot[i]]}.."
+                               f"{self.hi[slot[i]] - 1})")
+        self.ids_read += a.size
+        a = np.concatenate([self.pending, a])
+        whole = a.size - a.size % self.per_frame
+        self.pending = a[whole:]
+        return self.scheme.from_ids(a[:whole])
+
+    def feed_text(self, text: str) -> np.ndarray:
+        """Tokens [K, t] of the frames this text completes; a token may be split across
+        pieces (the text after the last complete token waits for the next piece)."""
+        if not isinstance(text, str):
+            raise TokenIdError(f"expected text, got {type(text).__name__}")
+        text = self.text + text
+        cut = text.rfind(">") + 1
+        head, self.text = text[:cut], text[cut:]
+        if len(self.text) > self.MAX_PENDING_TEXT:
+            raise TokenIdError(f"{len(self.text)} characters without a complete token: "
+                               f"{self.text[:30]!r}...")
+        return self.feed_ids(self.scheme.text_ids(head))
+
+    def finish(self) -> int:
+        """The end of the input: the ids of an incomplete last frame are dropped (returned:
+        how many); text that is not a whole token is an error."""
+        if self.text.strip():
+            raise TokenIdError(f"the text ends with {self.text[:30]!r}, not a whole token")
+        dropped, self.pending, self.ended = self.pending.size, self.pending[:0], True
+        return dropped
 
 
 def scheme_names() -> list[str]:

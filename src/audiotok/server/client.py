@@ -7,6 +7,9 @@
         s.send(tokens[:, :4])            # [K, t] integers, as the LLM emits them
         pcm = s.recv()                   # float32 samples, as decoded
         s.end()                          # then recv() until None; s.summary holds the totals
+
+    with DecodeStreamClient(url, ids="orpheus") as s:   # a language model's ids instead
+        s.send_ids([128266, 132362])     # any count; s.send_text("<custom_token_10>") alike
 """
 
 from __future__ import annotations
@@ -112,10 +115,13 @@ class DecodeStreamClient(_Client):
     path = "/v1/stream/decode"
 
     def __init__(self, url: str, model: str | None = None, *, sample_format: str = "f32le",
-                 clamp: bool = False, binary: bool = True, **kw):
+                 clamp: bool = False, binary: bool = True, ids: str | None = None,
+                 ids_offset: int = 0, **kw):
         start = {"sample_format": sample_format, "clamp": clamp}
         if model is not None:
             start["model"] = model
+        if ids is not None:
+            start.update(ids=ids, ids_offset=ids_offset)
         super().__init__(url, start, **kw)
         self.sample_format = sample_format
         self.binary = binary
@@ -126,6 +132,18 @@ class DecodeStreamClient(_Client):
             self._send(tokens_to_binary(t))
         else:
             self._send(json.dumps({"type": "tokens", "tokens": t.tolist()}))
+
+    def send_ids(self, ids) -> None:
+        """Language model ids (a stream opened with ids=...), any count."""
+        a = np.asarray(ids).reshape(-1)
+        if self.binary:
+            self._send(a.astype("<i4").tobytes())
+        else:
+            self._send(json.dumps({"type": "ids", "ids": a.tolist()}))
+
+    def send_text(self, text: str) -> None:
+        """Language model text (a stream opened with ids=...), tokens may be split."""
+        self._send(json.dumps({"type": "text", "text": text}))
 
     def recv(self, timeout: float | None = None) -> np.ndarray | None:
         out = self._next(timeout)

@@ -63,6 +63,25 @@ def tokens_from_binary(data: bytes, num_codebooks: int) -> np.ndarray:
     return np.frombuffer(data, "<i4").reshape(-1, num_codebooks).T.astype(np.int64)
 
 
+def ids_from_binary(data: bytes) -> np.ndarray:
+    """Language model ids [n] int64 from a binary ids message (int32 LE, any count)."""
+    if not data or len(data) % 4:
+        raise CodesError(f"a binary ids message holds int32 ids (4 bytes each); got "
+                         f"{len(data)} bytes")
+    return np.frombuffer(data, "<i4").astype(np.int64)
+
+
+def ids_from_json(value) -> np.ndarray:
+    """A JSON list of integer ids as int64 [n]."""
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                              for v in value):
+        raise CodesError("ids must be a list of integers")
+    try:
+        return np.asarray(value, dtype=np.int64).reshape(-1)
+    except OverflowError:
+        raise CodesError("an id is outside the int64 range") from None
+
+
 def tokens_to_binary(tokens: np.ndarray) -> bytes:
     return np.ascontiguousarray(np.asarray(tokens).T, dtype="<i4").tobytes()
 

@@ -7,6 +7,12 @@
     client: {"type": "end"}
     server: the rest of the audio, {"type": "done", "frames": n, "samples": m}, close 1000
 
+A decode stream can take a language model's token ids instead ("ids": a scheme whose frames
+follow one another and that needs no tokenizer, e.g. "orpheus"; "generic" with "ids_offset"):
+binary int32 LE ids in any count, {"type": "ids", "ids": [...]} or {"type": "text", "text":
+"<custom_token_...>..."} in any pieces; the scheme's end of speech ends the input like "end",
+and "done" says how many ids of an incomplete last frame were dropped ("dropped_ids").
+
 The encode stream is the same with audio in (binary PCM at "sample_rate", any rate) and token
 messages out ("token_format": "json" or "binary"). Errors: {"type": "error", "message"} and a
 close code: 1007 bad data, 1008 policy (API key, idle), 1009 message too big, 1011 server
@@ -22,9 +28,12 @@ import json
 import numpy as np
 
 from ..errors import AudiotokError
+from ..export.llm import IdReader, TokenIdError, scheme_for
 from .errors import EngineBusy, StreamClosed
 from .protocol import (
     check_sample_format,
+    ids_from_binary,
+    ids_from_json,
     pcm_bytes,
     pcm_samples,
     tokens_from_binary,
@@ -101,14 +110,14 @@ async def _session(ws, state, kind: str) -> None:
                 await state.get_engine()
             except Exception as e:  # noqa: BLE001 - HTTPError of the app: loading failed
                 raise Close(1011, str(e)) from None
-        stream, ready, read_input, write_output = _open(state, kind, start)
+        stream, ready, read_input, write_output, totals = _open(state, kind, start)
         await ws.send_text(json.dumps(ready))
         state.websockets += 1
         try:
             await _pump(ws, state, stream, read_input, write_output)
         finally:
             state.websockets -= 1
-        await ws.send_text(json.dumps({"type": "done", **_totals(stream)}))
+        await ws.send_text(json.dumps({"type": "done", **_totals(stream), **totals}))
         await ws.close(1000)
     except Exception as e:  # noqa: BLE001 - every failure closes this socket only
         if stream is not None:
@@ -143,9 +152,13 @@ def _open(state, kind: str, start: dict):
         clamp = start.get("clamp", False)
         if not isinstance(clamp, bool):
             raise Close(1007, "clamp must be true or false")
+        totals: dict = {}
+        ids = _id_reader(start, codec, totals)
         stream = engine.open_decode_stream(name, clamp=clamp)
 
         def read_input(data):
+            if ids is not None:
+                return _read_ids(data, ids, stream, totals)
             if isinstance(data, bytes):
                 stream.push(tokens_from_binary(data, codec.num_codebooks))
                 return True
@@ -159,7 +172,9 @@ def _open(state, kind: str, start: dict):
             await ws.send_bytes(pcm_bytes(pcm, sample_format))
 
         facts.update(stream=stream.id, decode="exact" if codec.causal else "windowed")
-        return stream, facts, read_input, write_output
+        if ids is not None:
+            facts["ids"] = ids.scheme.describe()
+        return stream, facts, read_input, write_output, totals
     rate = start.get("sample_rate", codec.sample_rate)
     if not isinstance(rate, int) or not 1000 <= rate <= 384000:
         raise Close(1007, f"sample_rate must be an integer in 1000..384000, got {rate!r}")
@@ -193,7 +208,49 @@ def _open(state, kind: str, start: dict):
             await ws.send_text(json.dumps({"type": "tokens", "tokens": tokens.tolist()}))
 
     facts.update(stream=stream.id, input_sample_rate=rate, token_format=token_format)
-    return stream, facts, read_input, write_output
+    return stream, facts, read_input, write_output, {}
+
+
+def _id_reader(start: dict, codec, totals: dict) -> IdReader | None:
+    """The start message's "ids" scheme as an IdReader (None: tokens come as tokens)."""
+    name = start.get("ids")
+    if name is None:
+        return None
+    if not isinstance(name, str):
+        raise Close(1007, f"ids must be a scheme name, got {name!r}")
+    offset = start.get("ids_offset", 0)
+    if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
+        raise Close(1007, f"ids_offset must be a non-negative integer, got {offset!r}")
+    try:
+        scheme = scheme_for(name, codec.codebook_sizes, **({"offset": offset}
+                                                           if name == "generic" else {}))
+        reader = IdReader(scheme)
+    except TokenIdError as e:
+        raise Close(1007, str(e)) from None
+    totals["dropped_ids"] = 0
+    return reader
+
+
+def _read_ids(data, reader: IdReader, stream, totals: dict) -> bool:
+    """Feed one ids message to the reader and its whole frames to the stream; False at the end
+    of input (an "end" message or the scheme's end of speech)."""
+    if isinstance(data, bytes):
+        tokens = reader.feed_ids(ids_from_binary(data))
+    else:
+        doc = _json(data, ("ids", "text", "end"))
+        if doc["type"] == "end":
+            totals["dropped_ids"] = reader.finish()
+            return False
+        if doc["type"] == "ids":
+            tokens = reader.feed_ids(ids_from_json(doc.get("ids")))
+        else:
+            tokens = reader.feed_text(doc.get("text"))
+    if tokens.shape[1]:
+        stream.push(tokens)
+    if reader.ended:
+        totals["dropped_ids"] = reader.finish()
+        return False
+    return True
 
 
 async def _pump(ws, state, stream, read_input, write_output) -> None:

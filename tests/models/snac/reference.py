@@ -18,6 +18,7 @@ TINY = {"sampling_rate": 16000, "encoder_dim": 16, "encoder_rates": [2, 3], "dec
         "codebook_dim": 4, "vq_strides": [4, 2, 1], "noise": True, "depthwise": True}
 TINY_ATTN = {**TINY, "attn_window_size": 4, "decoder_dim": 64}
 TINY_BLOCKS = {**TINY_ATTN, "attn_window_size": 8}  # windows of 2 coarse frames, as 32 kHz's 4
+TINY_ORPHEUS = {**TINY, "codebook_size": 4096}  # 7 rows of 4096 codes: Orpheus's ids apply
 FULL_24 = {"sampling_rate": 24000, "encoder_dim": 48, "encoder_rates": [2, 4, 8, 8],
            "decoder_dim": 1024, "decoder_rates": [8, 8, 4, 2], "attn_window_size": None,
            "codebook_size": 4096, "codebook_dim": 8, "vq_strides": [4, 2, 1], "noise": True,

@@ -4,7 +4,7 @@
 import numpy as np
 import pytest
 
-from audiotok.export.llm import TokenIdError, scheme_for
+from audiotok.export.llm import IdReader, TokenIdError, scheme_for
 
 SIZES = (4096,) * 7
 # one coarse frame: level 0 = 5; level 1 = 6, 7; level 2 = 8, 9, 10, 11 (rows 0, 1-2, 3-6)
@@ -67,3 +67,64 @@ def test_mini_omni_heads_by_hand_and_round_trips():
         s.from_ids(wrong)
     with pytest.raises(TokenIdError, match=r"\[7, S >= 7\]"):
         s.from_ids(np.zeros((6, 9), np.int64))
+
+
+def read_all(reader, pieces, kind):
+    feed = reader.feed_ids if kind == "ids" else reader.feed_text
+    return np.concatenate([feed(p) for p in pieces], 1)
+
+
+def test_id_reader_takes_an_orpheus_stream_in_any_pieces():
+    s = scheme_for("orpheus", SIZES)
+    rng = np.random.default_rng(2)
+    tokens = rng.integers(0, 4096, (7, 6))
+    tokens[:, 1] = 0  # every slot's code 0: Orpheus's own parser loses these frames
+    ids = s.to_ids(tokens)
+    stream = np.concatenate([[s.START_OF_SPEECH], ids, ids[:3], [s.END_OF_SPEECH]])
+    # one id at a time: a frame comes out when its 7th id does
+    reader = IdReader(s)
+    outs = [reader.feed_ids([i]) for i in stream]
+    assert [o.shape[1] for o in outs].count(1) == 6 and sum(o.shape[1] for o in outs) == 6
+    assert np.array_equal(np.concatenate(outs, 1), tokens)
+    assert reader.ended and reader.finish() == 3  # the incomplete last frame is dropped
+    with pytest.raises(TokenIdError, match="after the end of speech"):
+        reader.feed_ids([ids[0]])
+    # text cut anywhere, tokens split across pieces
+    text = "<custom_token_1>" + s.to_text(tokens)
+    cuts = sorted(rng.choice(len(text), 40, replace=False))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    reader = IdReader(s)
+    assert np.array_equal(read_all(reader, pieces, "text"), tokens)
+    assert not reader.ended and reader.finish() == 0
+
+
+def test_id_reader_refusals():
+    s = scheme_for("orpheus", SIZES)
+    ids = s.to_ids(FRAME)
+    reader = IdReader(s)
+    reader.feed_ids(ids[:3])
+    wrong = ids[3:].copy()
+    wrong[1] = 128009  # <|eot_id|> inside a frame: slot 4 of speech id 4
+    with pytest.raises(TokenIdError, match=r"128009 \(speech id 4 of the stream\) is not an "
+                       r"id of frame slot 4 \(144650..148745\)"):
+        reader.feed_ids(wrong)
+    with pytest.raises(TokenIdError, match="not a <custom_token_N>"):
+        IdReader(s).feed_text("<custom_token_15><|eot_id|>")
+    reader = IdReader(s)
+    reader.feed_text("<custom_token_15><custom_tok")
+    with pytest.raises(TokenIdError, match="not a whole token"):
+        reader.finish()
+    with pytest.raises(TokenIdError, match="without a complete token"):
+        IdReader(s).feed_text("x" * 300)
+    with pytest.raises(TokenIdError, match="cannot be read as they come"):
+        IdReader(scheme_for("mini-omni", SIZES))
+    with pytest.raises(TokenIdError, match="cannot be read as they come"):
+        IdReader(scheme_for("generic", (8, 8), delay=True))
+
+
+def test_id_reader_reads_generic_frame_major_ids():
+    s = scheme_for("generic", (8, 16), offset=100)
+    tokens = np.array([[1, 0, 7], [15, 2, 0]])
+    reader = IdReader(s)
+    got = read_all(reader, [[101, 123], [100], [110, 107], [108]], "ids")
+    assert np.array_equal(got, tokens)

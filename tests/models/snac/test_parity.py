@@ -113,6 +113,9 @@ def test_checkpoints_and_options(snac_pair, tmp_path, capsys, monkeypatch):
     assert (info["num_codebooks"], info["levels"], info["noise"]) == (7, 3, "seeded")
     legacy = reference.save(ref, reference.TINY, tmp_path / "legacy", legacy=True)
     assert audiotok.load(legacy).weights_sha256() == codec.weights_sha256()
+    # the weights file itself (its config.json beside it) is detected as SNAC too
+    assert audiotok.load(folder / "pytorch_model.bin").weights_sha256() == \
+        codec.weights_sha256()
     codec.save_pretrained(tmp_path / "ours")
     assert audiotok.load(tmp_path / "ours").weights_sha256() == codec.weights_sha256()
     (tmp_path / "bare").mkdir()

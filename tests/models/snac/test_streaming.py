@@ -70,3 +70,28 @@ def test_offline_partial_attention_window_is_edge_padded(snac_codecs):
     got, full = codec.decode(tokens), codec.decode(padded)
     assert got.shape[-1] == 5 * spf
     np.testing.assert_allclose(got.numpy(), full[..., : 5 * spf].numpy(), atol=1e-6)
+
+
+def test_shorter_windows_come_sooner_and_deviate(snac_codecs):
+    """window=(left, lookahead) below the exact context: audio after fewer frames, every sample
+    still once, the deviation what the codec page measures (24 kHz, Orpheus's 1 / 2: ~1e-2)."""
+    codec = snac_codecs["24khz"]
+    tokens = torch.randint(0, 4096, (1, 7, 12), generator=torch.Generator().manual_seed(2))
+    whole = codec.decode(tokens)
+    spf = codec.samples_per_frame
+    deviation = {}
+    for window in ((3, 3), (2, 2), (1, 2), (1, 0)):
+        pieces = []
+        with codec.stream_decoder(window=window) as dec:
+            for f in range(12):
+                pieces.append(dec.push(tokens[..., f : f + 1]))
+                # frame f - lookahead is out as soon as frame f is in
+                assert sum(p.shape[-1] for p in pieces) == max(0, f + 1 - window[1]) * spf
+            pieces.append(dec.flush())
+        got = torch.cat(pieces, -1)
+        assert got.shape == whole.shape
+        deviation[window] = float((got - whole).abs().max() / whole.std())
+    assert deviation[3, 3] <= 1e-5
+    assert 1e-4 < deviation[2, 2] < deviation[1, 2] < deviation[1, 0]
+    with pytest.raises(ValueError, match="window must be"):
+        codec.stream_decoder(window=(1, -1))

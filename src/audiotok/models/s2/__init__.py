@@ -11,7 +11,7 @@ def _detect(checkpoint: Checkpoint) -> bool:
     if checkpoint.path.is_dir() and not (checkpoint.path / "model.safetensors").exists():
         return checkpoint.has("codec.pth", "codec.ckpt", "*.gguf")
     return checkpoint.suffix in (".pth", ".ckpt", ".pt", ".gguf") or \
-        "encoder_rates" in checkpoint.config
+        {"encoder_rates", "residual_codebooks"} <= set(checkpoint.config)
 
 
 FAMILY = Family(

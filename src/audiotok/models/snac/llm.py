@@ -69,6 +69,8 @@ class OrpheusIds(_Snac24Ids):
     START_OF_SPEECH, END_OF_SPEECH = 128257, 128258
     PATTERN = re.compile(r"<custom_token_(\d+)>")
     TOKEN = re.compile(r"<[^<>]*>")  # any <...> token in Orpheus's text
+    ids_per_frame = SLOTS  # frames one after another: read as they come (export.llm.IdReader)
+    skip_ids, end_ids = (START_OF_SPEECH,), (END_OF_SPEECH,)
 
     def describe(self) -> dict:
         return {"scheme": self.name, "first_audio_id": self.FIRST, "ids_per_slot": CODES,
@@ -96,13 +98,21 @@ class OrpheusIds(_Snac24Ids):
             outside(frames[:, k], lo, lo + CODES, f"an audio id of slot {k}")
         return self.rows(frames - self.FIRST - CODES * np.arange(SLOTS))
 
+    def slot_ids(self, k: int) -> tuple[int, int]:
+        """The ids [lo, hi) of slot k of a frame."""
+        return self.FIRST + CODES * k, self.FIRST + CODES * (k + 1)
+
     def to_text(self, tokens) -> str:
         return "".join(f"<custom_token_{int(i) - self.CUSTOM}>" for i in self.to_ids(tokens))
 
-    def from_text(self, text: str) -> np.ndarray:
+    def text_ids(self, text: str) -> np.ndarray:
+        """The ids of `<custom_token_N>` text, not yet framed."""
         tokens = parse_text(text, self.PATTERN, "a <custom_token_N> token", token=self.TOKEN)
-        return self.from_ids(np.asarray([int(self.PATTERN.fullmatch(t).group(1)) + self.CUSTOM
-                                         for t in tokens], dtype=np.int64))
+        return np.asarray([int(self.PATTERN.fullmatch(t).group(1)) + self.CUSTOM
+                           for t in tokens], dtype=np.int64)
+
+    def from_text(self, text: str) -> np.ndarray:
+        return self.from_ids(self.text_ids(text))
 
 
 class MiniOmniIds(_Snac24Ids):
@@ -114,6 +124,7 @@ class MiniOmniIds(_Snac24Ids):
     SHIFT, STRIDE = 152000, 4160
     EOA, PAD = CODES, CODES + 1
     PATTERN = re.compile(r"<\|mini_omni_(\d+)\|>")
+    ids_per_frame = None  # the heads are delayed: not read frame by frame
 
     def describe(self) -> dict:
         return {"scheme": self.name, "shift": self.SHIFT, "ids_per_head": self.STRIDE,
