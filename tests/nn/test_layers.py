@@ -243,3 +243,47 @@ def test_channels_last_transposed_convs_equal_conv_transpose1d(cin, cout, kernel
             with streaming(conv):
                 z = torch.cat([conv(xl[..., :3]), conv(xl[..., 3:])], -1)
         torch.testing.assert_close(z, ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cin, cout, kernel, stride, padding, dilation, groups, bias", [
+    (6, 6, 7, 1, 3, 1, 6, True), (6, 6, 7, 1, 9, 3, 6, True), (8, 8, 7, 1, 27, 9, 8, False),
+    (6, 6, 7, 1, 8, 3, 6, True),  # padding not whole dilations: the plain channels-last form
+    (1, 5, 7, 1, 3, 1, 1, True), (4, 8, 8, 4, 2, 1, 1, True), (6, 3, 1, 1, 0, 1, 1, False),
+])
+def test_padded_convs_equal_conv1d(cin, cout, kernel, stride, padding, dilation, groups, bias):
+    """Non-causal (zero-padded) convolutions on channels-last data, the dilated depthwise ones
+    over the dilation's phases: conv1d's result from either layout, lengths that are and are
+    not whole dilations, and channels-first under export."""
+    from audiotok.nn.conv import Conv1d, is_channels_last
+    from audiotok.nn.tracing import graph_export
+
+    torch.manual_seed(0)
+    conv = Conv1d(cin, cout, kernel, stride=stride, padding=padding, dilation=dilation,
+                  groups=groups, bias=bias)
+    for batch, length in [(1, 97), (3, 64), (2, 1001), (1, 5)]:
+        x = torch.randn(batch, cin, length)
+        ref = F.conv1d(x, conv.weight, conv.bias, stride, padding, dilation, groups)
+        with torch.no_grad():
+            for inp in (x, x.transpose(1, 2).contiguous().transpose(1, 2)):
+                y = conv(inp)
+                torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+                assert is_channels_last(y) or cout == 1
+            with graph_export():
+                assert torch.equal(conv(x), ref)
+
+
+@pytest.mark.parametrize("cin, cout, stride", [(8, 4, 8), (6, 3, 3), (4, 4, 2)])
+def test_padded_transposed_convs_equal_conv_transpose1d(cin, cout, stride):
+    from audiotok.nn.conv import ConvTranspose1d, is_channels_last
+
+    torch.manual_seed(0)
+    conv = ConvTranspose1d(cin, cout, 2 * stride, stride=stride, padding=math.ceil(stride / 2),
+                           output_padding=stride % 2)
+    for batch, length in [(1, 40), (3, 33)]:
+        x = torch.randn(batch, cin, length)
+        ref = F.conv_transpose1d(x, conv.weight, conv.bias, stride, math.ceil(stride / 2),
+                                 stride % 2)
+        with torch.no_grad():
+            y = conv(x.transpose(1, 2).contiguous().transpose(1, 2))
+        torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+        assert is_channels_last(y)

@@ -23,7 +23,7 @@ def _presets():
 FAMILY = Family(
     name="snac",
     title="SNAC",
-    licence="MIT licence (https://huggingface.co/hubertsiuzdak/snac_24khz)",
+    licence="MIT licence (the hubertsiuzdak/snac_24khz, _32khz and _44khz model cards)",
     codec=".codec:SnacCodec",
     package=__name__,
     presets=_presets(),

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...nn.activations import Snake1d
+from ...nn.conv import Conv1d, ConvTranspose1d
 from .config import SnacConfig
 from .noise import NOISE_MODES, position_normal
 
@@ -29,9 +30,9 @@ class ResidualUnit(nn.Module):
         super().__init__()
         self.block = nn.Sequential(
             Snake1d(dim),
-            nn.Conv1d(dim, dim, 7, dilation=dilation, padding=3 * dilation, groups=groups),
+            Conv1d(dim, dim, 7, dilation=dilation, padding=3 * dilation, groups=groups),
             Snake1d(dim),
-            nn.Conv1d(dim, dim, 1),
+            Conv1d(dim, dim, 1),
         )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -47,7 +48,7 @@ class EncoderBlock(nn.Module):
         super().__init__()
         self.block = nn.Sequential(
             *residual_units(dim, groups), Snake1d(dim),
-            nn.Conv1d(dim, 2 * dim, 2 * stride, stride=stride, padding=math.ceil(stride / 2)))
+            Conv1d(dim, 2 * dim, 2 * stride, stride=stride, padding=math.ceil(stride / 2)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.block(x)
@@ -62,7 +63,7 @@ class NoiseBlock(nn.Module):
 
     def __init__(self, dim: int):
         super().__init__()
-        self.linear = nn.Conv1d(dim, dim, 1, bias=False)
+        self.linear = Conv1d(dim, dim, 1, bias=False)
 
     def forward(self, x: torch.Tensor, noise: torch.Tensor | None) -> torch.Tensor:
         if noise is None:
@@ -74,7 +75,7 @@ class DecoderBlock(nn.Module):
     def __init__(self, dim: int, out: int, stride: int, noise: bool, groups: int):
         super().__init__()
         layers = [Snake1d(dim),
-                  nn.ConvTranspose1d(dim, out, 2 * stride, stride=stride,
+                  ConvTranspose1d(dim, out, 2 * stride, stride=stride,
                                      padding=math.ceil(stride / 2), output_padding=stride % 2)]
         if noise:
             layers.append(NoiseBlock(out))
@@ -129,13 +130,13 @@ class Encoder(nn.Module):
     def __init__(self, cfg: SnacConfig):
         super().__init__()
         dim = cfg.encoder_dim
-        layers: list[nn.Module] = [nn.Conv1d(1, dim, 7, padding=3)]
+        layers: list[nn.Module] = [Conv1d(1, dim, 7, padding=3)]
         for stride in cfg.encoder_rates:
             layers.append(EncoderBlock(dim, stride, dim if cfg.depthwise else 1))
             dim *= 2
         if cfg.attn_window_size is not None:
             layers.append(LocalMHA(dim, cfg.attn_window_size))
-        layers.append(nn.Conv1d(dim, dim, 7, padding=3, groups=dim if cfg.depthwise else 1))
+        layers.append(Conv1d(dim, dim, 7, padding=3, groups=dim if cfg.depthwise else 1))
         self.block = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -147,16 +148,16 @@ class Decoder(nn.Module):
         super().__init__()
         d, c = cfg.latent_dim, cfg.decoder_dim
         if cfg.depthwise:
-            layers: list[nn.Module] = [nn.Conv1d(d, d, 7, padding=3, groups=d), nn.Conv1d(d, c, 1)]
+            layers: list[nn.Module] = [Conv1d(d, d, 7, padding=3, groups=d), Conv1d(d, c, 1)]
         else:
-            layers = [nn.Conv1d(d, c, 7, padding=3)]
+            layers = [Conv1d(d, c, 7, padding=3)]
         if cfg.attn_window_size is not None:
             layers.append(LocalMHA(c, cfg.attn_window_size))
         for i, stride in enumerate(cfg.decoder_rates):
             dim, out = c // 2**i, c // 2 ** (i + 1)
             layers.append(DecoderBlock(dim, out, stride, cfg.noise,
                                        out if cfg.depthwise else 1))
-        layers += [Snake1d(out), nn.Conv1d(out, 1, 7, padding=3), nn.Tanh()]
+        layers += [Snake1d(out), Conv1d(out, 1, 7, padding=3), nn.Tanh()]
         self.model = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor, draw) -> torch.Tensor:
@@ -172,8 +173,8 @@ class VectorQuantize(nn.Module):
     def __init__(self, dim: int, size: int, codebook_dim: int, stride: int):
         super().__init__()
         self.stride = stride
-        self.in_proj = nn.Conv1d(dim, codebook_dim, 1)
-        self.out_proj = nn.Conv1d(codebook_dim, dim, 1)
+        self.in_proj = Conv1d(dim, codebook_dim, 1)
+        self.out_proj = Conv1d(codebook_dim, dim, 1)
         self.codebook = nn.Embedding(size, codebook_dim)
 
     def encode(self, residual: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,0 +1,80 @@
+"""SNAC encode and decode speed, full size, float32: audiotok next to the `snac` 1.2.1 package,
+the same random weights, interleaved in one run; the median time of each, the real-time factor
+and the extra resident memory of the call.
+
+    pip install snac==1.2.1
+    python benchmarks/snac_speed.py --threads 2 --durations 10,60 --config 24khz
+
+Both get whole frames (2048 samples at 24 kHz, 12288 at 32 kHz, so both compute the same
+tokens, which is checked) and run under torch.inference_mode, each with its own noise (the
+package draws torch's global generator; audiotok's default seeded noise).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+
+import torch
+from common import ROOT, parser, speech
+from mimi_speed import timed
+
+sys.path.insert(0, str(ROOT))
+import audiotok  # noqa: E402
+from audiotok.models.snac.model import levels_to_rows, rows_to_levels  # noqa: E402
+from tests.models.snac import reference  # noqa: E402
+
+CONFIGS = {"24khz": reference.FULL_24, "32khz": reference.FULL_32}
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--durations", default="10,60", help="audio seconds, comma-separated")
+    p.add_argument("--config", choices=sorted(CONFIGS), default="24khz")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    config = CONFIGS[args.config]
+    ref = reference.snac_model(config)
+    folder = reference.save(ref, config, args.workdir / f"snac_{args.config}_full")
+    ours = audiotok.load(folder)
+    rate, pad = config["sampling_rate"], ours.samples_per_frame * ours.window_align
+    rows = []
+    for seconds in [float(s) for s in args.durations.split(",")]:
+        n = int(seconds * rate) // pad * pad
+        x = torch.from_numpy(speech(n / rate, rate))[None, None].float()
+        impls = {
+            "audiotok": (lambda x=x: ours.encode(x[0], rate).tokens, lambda c: ours.decode(c)),
+            "snac 1.2.1": (lambda x=x: levels_to_rows(ref.encode(x), ours.config),
+                           lambda c: ref.decode(rows_to_levels(c, ours.config))),
+        }
+        times = {(name, k): [] for name in impls for k in ("encode", "decode")}
+        memory, codes = {}, {}
+        with torch.inference_mode():
+            for _ in range(args.repeats):
+                for name, (enc, dec) in impls.items():
+                    s, mb, c = timed(enc)
+                    times[name, "encode"].append(s)
+                    memory[name, "encode"] = mb
+                    codes[name] = c
+                    s, mb, _ = timed(lambda c=c, dec=dec: dec(c))
+                    times[name, "decode"].append(s)
+                    memory[name, "decode"] = mb
+        same = torch.equal(codes["audiotok"], codes["snac 1.2.1"])
+        for (name, kind), ts in times.items():
+            med = statistics.median(ts)
+            rows.append({"seconds": n / rate, "impl": name, "op": kind, "median_s": med,
+                         "rtf": med / seconds, "extra_peak_mb": memory[name, kind],
+                         "tokens_equal": same})
+            print(f"{n / rate:5.1f} s {kind:6s} {name:12s} {med:7.2f} s  RTF {med / seconds:.3f}"
+                  f"  +{memory[name, kind]:6.0f} MB  tokens equal: {same}")
+        for kind in ("encode", "decode"):
+            ratio = statistics.median(times["snac 1.2.1", kind]) / \
+                statistics.median(times["audiotok", kind])
+            print(f"{n / rate:5.1f} s {kind}: audiotok {ratio:.2f}x the snac package")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
