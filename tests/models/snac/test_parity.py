@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import audiotok
-from audiotok.errors import AudiotokError, CheckpointError
+from audiotok.errors import AudiotokError, CheckpointError, CodesError
 from audiotok.models.snac.config import SnacConfig
 from audiotok.models.snac.model import levels_to_rows, rows_to_levels
 from tests.models.snac import reference
@@ -127,3 +127,27 @@ def test_checkpoints_and_options(snac_pair, tmp_path, capsys, monkeypatch):
         audiotok.load(folder, noise="loud")
     with pytest.raises(AudiotokError, match="seed must be an integer"):
         audiotok.load(folder, seed="x")
+
+
+def test_per_level_codes_both_ways(snac_pair):
+    """to_levels gives the package's list exactly as its encode does; from_levels takes it
+    back (decode of it equals the package's decode of the list), and refuses bad lists."""
+    ref, folder = snac_pair["tiny"]
+    codec = audiotok.load(folder, noise="off")
+    x = audio(240, 3)
+    codes = codec.encode(x[0])
+    with torch.no_grad():
+        expected = ref.encode(x)
+    levels = codec.to_levels(codes)
+    assert all(torch.equal(a, b) for a, b in zip(levels, expected, strict=True))
+    back = codec.from_levels(expected, num_samples=[240])
+    assert torch.equal(back.tokens, codes.tokens) and back.num_samples.tolist() == [240]
+    assert torch.equal(codec.decode(back), codec.decode(codes))
+    with pytest.raises(CodesError, match="list of 3 per-level"):
+        codec.from_levels(expected[:2])
+    with pytest.raises(CodesError, match=r"must be \[\(1, 10\), \(1, 20\), \(1, 40\)\]"):
+        codec.from_levels([expected[0], expected[1], expected[2][:, :-1]])
+    bad = [c.clone() for c in expected]
+    bad[2][0, 5] = 64
+    with pytest.raises(CodesError, match="64"):
+        codec.from_levels(bad)

@@ -9,11 +9,12 @@ import torch.nn.functional as F
 
 from ...audio import AudioItem
 from ...checkpoint import build_model
-from ...codec import Codec
-from ...errors import AudiotokError
+from ...codec import Codec, _as_token_tensor
+from ...codes import Codes
+from ...errors import AudiotokError, CodesError
 from . import FAMILY
 from .config import SnacConfig, decode_context
-from .model import SnacModel
+from .model import SnacModel, levels_to_rows, rows_to_levels
 from .noise import NOISE_MODES
 from .weights import checkpoint_file, load_checkpoint
 
@@ -78,6 +79,40 @@ class SnacCodec(Codec):
             for j, i in enumerate(group):
                 out[i] = tokens[j]
         return out
+
+    # -- the reference's per-level form --------------------------------------------------------
+    def to_levels(self, codes) -> list[torch.Tensor]:
+        """The `snac` package's codes: one [B, T * n] tensor per level, coarsest first (n = 1,
+        2, 4(, 8) codes per coarse frame), for Codes or tokens [B, K, T]."""
+        tokens, _, _ = self._check_codes(codes, clamp=False)
+        return rows_to_levels(tokens, self.config)
+
+    def from_levels(self, levels, num_samples=None) -> Codes:
+        """Codes of the `snac` package's per-level list ([B, T * n] each, coarsest first, as its
+        encode returns and its decode takes); num_samples [B] optional."""
+        cfg = self.config
+        count = len(cfg.codes_per_level)
+        if not isinstance(levels, list | tuple) or len(levels) != count:
+            got = f"{len(levels)} items" if isinstance(levels, list | tuple) else \
+                type(levels).__name__
+            raise CodesError(f"expected a list of {count} per-level code tensors (coarsest "
+                             f"first), got {got}")
+        levels = [_as_token_tensor(c, "per-level integer codes") for c in levels]
+        if any(c.ndim != 2 for c in levels):
+            raise CodesError("each level must be [B, T * n], got shapes "
+                             f"{[tuple(c.shape) for c in levels]}")
+        frames = levels[0].shape[-1]
+        want = [(levels[0].shape[0], frames * n) for n in cfg.codes_per_level]
+        if [tuple(c.shape) for c in levels] != want:
+            raise CodesError(f"per-level codes must be {want} for {frames} coarse frames (level "
+                             f"i has {list(cfg.codes_per_level)}[i] codes a frame), got "
+                             f"{[tuple(c.shape) for c in levels]}")
+        tokens = levels_to_rows([c.long().cpu() for c in levels], cfg)
+        self._check_codes(tokens, clamp=False)
+        lengths = torch.full((tokens.shape[0],), frames)
+        return Codes(tokens, lengths, codec=self.name, sample_rate=self.sample_rate,
+                     samples_per_frame=self.samples_per_frame,
+                     num_samples=None if num_samples is None else torch.as_tensor(num_samples))
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return self._decode_at(tokens, lengths, torch.zeros_like(lengths))
