@@ -4,6 +4,7 @@ the full-size configurations (random weights), float32, side by side in one proc
     python benchmarks/onnx_speed.py --codec s2 --threads 2 --seconds 10
     python benchmarks/onnx_speed.py --codec xcodec2 --threads 2 --seconds 10
     python benchmarks/onnx_speed.py --codec mimi --threads 2 --seconds 10 --push 1
+    python benchmarks/onnx_speed.py --codec snac --threads 2 --seconds 10
 
 Exports the graphs once (audiotok export --format onnx) into --workdir, then times, interleaved
 repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and (causal codecs) a
@@ -31,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--push", type=int, default=4, help="frames per streaming push")
-    p.add_argument("--codec", choices=["s2", "xcodec2", "mimi"], default="s2")
+    p.add_argument("--codec", choices=["s2", "xcodec2", "mimi", "snac"], default="s2")
     p.add_argument("--model", type=Path, help="checkpoint (default: random full-size weights)")
     args = p.parse_args()
     if args.model:
@@ -48,6 +49,13 @@ def main() -> None:
             from tests.models.mimi import reference
 
             reference.save_both(reference.moshi_model(small=False), weights.parent, small=False)
+    elif args.codec == "snac":  # the snac package's 24 kHz model, random weights
+        weights = args.workdir / "snac_24khz_full"
+        if not (weights / "config.json").exists():
+            sys.path.insert(0, str(ROOT))
+            from tests.models.snac import reference
+
+            reference.save(reference.snac_model(reference.FULL_24), reference.FULL_24, weights)
     else:
         from compare import weights as random_weights
 

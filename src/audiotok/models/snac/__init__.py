@@ -28,6 +28,7 @@ FAMILY = Family(
     package=__name__,
     presets=_presets(),
     detect=_detect,
+    onnx=".onnx:onnx_graphs",
     llm_schemes={"orpheus": ".llm:OrpheusIds", "mini-omni": ".llm:MiniOmniIds"},
     options={"noise": LoadOption("the decoder's noise: seeded (a function of the seed and "
                                  "each sample's position, the default), torch (torch's global "

@@ -103,10 +103,12 @@ class LocalMHA(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, c, t = x.shape
         w = t // self.window
-        q, k, v = self.to_qkv(self.norm(x.transpose(1, 2))).chunk(3, dim=-1)
+        qkv = self.to_qkv(self.norm(x.transpose(1, 2)))  # (slices: ONNX export folds chunk badly)
+        q, k, v = qkv[..., :c], qkv[..., c : 2 * c], qkv[..., 2 * c :]
 
-        def heads(y):  # [B, T, H * D] -> [B, H, windows, window, D]
-            return y.reshape(b, w, t // w, self.heads, -1).permute(0, 3, 1, 2, 4)
+        def heads(y):  # [B, T, H * D] -> [B * H, windows, window, D] (4-D for ONNX's SDPA)
+            y = y.reshape(b, w, t // w, self.heads, -1).permute(0, 3, 1, 2, 4)
+            return y.reshape(b * self.heads, w, t // w, -1)
 
         q, k, v = heads(q), heads(k), heads(v)
         d = self.head_dim
@@ -116,14 +118,14 @@ class LocalMHA(nn.Module):
         cos, sin = freqs.cos(), freqs.sin()
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
-        y = F.scaled_dot_product_attention(q, k, v)
+        y = F.scaled_dot_product_attention(q, k, v).reshape(b, self.heads, w, t // w, -1)
         y = y.permute(0, 2, 3, 1, 4).reshape(b, t, c)
         return self.to_out(y).transpose(1, 2) + x
 
 
 def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    x1, x2 = x.chunk(2, dim=-1)
-    return torch.cat((-x2, x1), dim=-1)
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
 class Encoder(nn.Module):
