@@ -140,6 +140,45 @@ class WindowedStreamDecoder:
         return keep
 
 
+class StepStreamDecoder:
+    """Tokens in, audio out through a codec's own stateful decoder stream (`make()` returns an
+    object with push(tokens [B, K, t]) -> audio [B, 1, n] and finish() -> the rest): each frame
+    decoded once, the audio out as soon as it is final (any number of samples a push), the
+    whole equal to the offline decode."""
+
+    def __init__(self, codec, make, batch_size: int = 1, clamp: bool = False):
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        self.codec, self.batch_size, self.clamp, self.make = codec, batch_size, clamp, make
+        self.inner = None
+        self.frames = 0
+
+    def __enter__(self):
+        self.inner = self.make()
+        return self
+
+    def __exit__(self, *exc):
+        self.inner = None
+
+    def push(self, tokens) -> torch.Tensor:
+        """Audio float32 [B, 1, n] for tokens [B, K, t]: the samples these frames make final."""
+        if self.inner is None:
+            raise RuntimeError("use the stream inside a `with` block")
+        tokens = _token_chunk(tokens, self.batch_size, self.codec)
+        tokens, _, _ = self.codec._check_codes(tokens, self.clamp)
+        self.frames += tokens.shape[-1]
+        with torch.inference_mode():
+            return self.inner.push(tokens.to(self.codec.device)).float().cpu()
+
+    def flush(self) -> torch.Tensor:
+        """The rest of the audio (the stream's end); the stream is done after it."""
+        if self.inner is None:
+            raise RuntimeError("use the stream inside a `with` block")
+        with torch.inference_mode():
+            out = self.inner.finish().float().cpu()
+        return out if out.shape[0] == self.batch_size else out.expand(self.batch_size, 1, -1)
+
+
 class StreamEncoder(_Stream):
     """Audio in (at the codec's rate), tokens out as soon as each frame's samples are complete."""
 

@@ -248,6 +248,7 @@ def test_channels_last_transposed_convs_equal_conv_transpose1d(cin, cout, kernel
 @pytest.mark.parametrize("cin, cout, kernel, stride, padding, dilation, groups, bias", [
     (6, 6, 7, 1, 3, 1, 6, True), (6, 6, 7, 1, 9, 3, 6, True), (8, 8, 7, 1, 27, 9, 8, False),
     (6, 6, 7, 1, 8, 3, 6, True),  # padding not whole dilations: the plain channels-last form
+    (6, 6, 7, 1, 0, 3, 6, True), (6, 6, 7, 1, 3, 3, 6, True),  # less than "same" padding
     (1, 5, 7, 1, 3, 1, 1, True), (4, 8, 8, 4, 2, 1, 1, True), (6, 3, 1, 1, 0, 1, 1, False),
 ])
 def test_padded_convs_equal_conv1d(cin, cout, kernel, stride, padding, dilation, groups, bias):
@@ -261,6 +262,8 @@ def test_padded_convs_equal_conv1d(cin, cout, kernel, stride, padding, dilation,
     conv = Conv1d(cin, cout, kernel, stride=stride, padding=padding, dilation=dilation,
                   groups=groups, bias=bias)
     for batch, length in [(1, 97), (3, 64), (2, 1001), (1, 5)]:
+        if length + 2 * padding <= (kernel - 1) * dilation:
+            continue  # no output
         x = torch.randn(batch, cin, length)
         ref = F.conv1d(x, conv.weight, conv.bias, stride, padding, dilation, groups)
         with torch.no_grad():

@@ -282,8 +282,9 @@ def _dilated_depthwise_nwc(x: torch.Tensor, weight: torch.Tensor, bias: torch.Te
     phases = x.transpose(1, 2).reshape(b, (n + rest) // d, d * c).transpose(1, 2)
     w = derived(weight, f"phases {d}", lambda w: w.repeat(d, 1, 1))
     bw = None if bias is None else derived(bias, f"phases {d}", lambda v: v.repeat(d))
-    y = conv2d_nwc(phases, w, bw, 1, padding // d, 1, d * c)
-    return y.transpose(1, 2).reshape(b, n + rest, c)[:, :n].transpose(1, 2)
+    y = conv2d_nwc(phases, w, bw, 1, padding // d, 1, d * c)  # [B, d C, steps per phase]
+    out = n + 2 * padding - (weight.shape[-1] - 1) * d
+    return y.transpose(1, 2).reshape(b, y.shape[-1] * d, c)[:, :out].transpose(1, 2)
 
 
 def _pad_end(x: torch.Tensor, count: int) -> torch.Tensor:

@@ -23,6 +23,9 @@ def test_decode_context_follows_the_layers():
 
 @pytest.mark.parametrize("name", ["tiny", "tiny_blocks", "24khz", "32khz"])
 def test_stream_decoder_equals_offline(snac_codecs, name):
+    """The stateful stream (default) and the windowed one (window=, the engine's way): every
+    sample once, equal to the offline decode; the stateful one puts out each sample as soon as
+    the decoder's reach (4757 samples at 24 kHz) has come."""
     codec = snac_codecs[name]
     frames = 23  # at 32 kHz not whole attention windows: the last one padded alike
     g = torch.Generator().manual_seed(4)
@@ -30,21 +33,26 @@ def test_stream_decoder_equals_offline(snac_codecs, name):
     tokens = torch.randint(0, 4096 if "khz" in name else 64,
                            (batch, codec.num_codebooks, frames), generator=g)
     whole = codec.decode(tokens)
-    assert whole.shape[-1] == frames * codec.samples_per_frame
+    spf = codec.samples_per_frame
+    assert whole.shape[-1] == frames * spf
     plans = [[1] * frames, [5, 1, 7, 10]] if "khz" not in name else [[1] * frames, [frames]]
-    for sizes in plans:
-        pieces, sent = [], 0
-        with codec.stream_decoder(batch) as dec:
-            for n in sizes:
-                pieces.append(dec.push(tokens[..., sent : sent + n]))
-                sent += n
-                # a frame's audio comes once `lookahead` frames follow it
-                done = sum(p.shape[-1] for p in pieces) // codec.samples_per_frame
-                assert done >= sent - codec.stream_window[2] - codec.window_align + 1
-            pieces.append(dec.flush())
-        got = torch.cat(pieces, -1)
-        assert got.shape == whole.shape
-        assert (got - whole).abs().max() <= 1e-5, (name, sizes)
+    left, _, lookahead = codec.stream_window
+    for window in (None, (left, lookahead)):
+        for sizes in plans:
+            pieces, sent = [], 0
+            with codec.stream_decoder(batch, window=window) as dec:
+                for n in sizes:
+                    pieces.append(dec.push(tokens[..., sent : sent + n]))
+                    sent += n
+                    done = sum(p.shape[-1] for p in pieces)
+                    if window is not None:  # a frame's audio once `lookahead` frames follow
+                        assert done >= (sent - lookahead - codec.window_align + 1) * spf
+                    elif name == "24khz":  # a sample once the decoder's reach has come
+                        assert done == max(0, sent * spf - 4757)
+                pieces.append(dec.flush())
+            got = torch.cat(pieces, -1)
+            assert got.shape == whole.shape
+            assert (got - whole).abs().max() <= 1e-5, (name, window, sizes)
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[

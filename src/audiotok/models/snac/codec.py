@@ -58,6 +58,20 @@ class SnacCodec(Codec):
         model = build_model(SnacModel, config, state_dict, str(path))
         return cls(model, source=str(path), **kw)
 
+    def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False,
+                       window: tuple[int, int] | None = None):
+        """A stateful stream (models/snac/stream.py): every frame decoded once, audio out as soon
+        as it is final, 4757 samples (2.3 frames) behind the codes at 24 kHz; equal to the
+        offline decode. window=(left, lookahead): the windowed re-decoding instead
+        (audiotok.stream.WindowedStreamDecoder), what the serving engine runs."""
+        if window is not None:
+            return super().stream_decoder(batch_size, clamp=clamp, window=window)
+        from ...stream import StepStreamDecoder
+        from .stream import DecoderStream
+
+        return StepStreamDecoder(self, lambda: DecoderStream(self.model, self.window_align),
+                                 batch_size, clamp)
+
     @property
     def noise(self) -> str:
         return self.model.noise

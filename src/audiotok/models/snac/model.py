@@ -250,20 +250,25 @@ class SnacModel(nn.Module):
         frames = tokens.shape[-1]
 
         def draw(x: torch.Tensor) -> torch.Tensor | None:
-            block = next(blocks)
-            if self.noise == "off":
-                return None
-            b, _, t = x.shape
-            if self.noise == "torch":
-                return torch.randn((b, 1, t), device=x.device, dtype=x.dtype)
+            t = x.shape[-1]
             first = torch.as_tensor(frame_offset, device=x.device).long().reshape(-1, 1)
-            positions = first * (t // frames) + torch.arange(t, device=x.device)
-            noise = position_normal(self.seed, block, positions, x.dtype)[:, None]
-            return noise.expand(b, 1, t)
+            return self.noise_at(next(blocks), first * (t // frames)
+                                 + torch.arange(t, device=x.device), x)
 
         if self.noise not in NOISE_MODES:
             raise ValueError(f"noise must be one of {NOISE_MODES}, got {self.noise!r}")
         return self.decoder(z, draw)
+
+    def noise_at(self, block: int, positions: torch.Tensor, x: torch.Tensor
+                 ) -> torch.Tensor | None:
+        """Noise block `block`'s values [B, 1, T] for x [B, C, T] whose steps sit at
+        `positions` ([1 or B, T]) of the stream (None: noise off)."""
+        if self.noise == "off":
+            return None
+        b, _, t = x.shape
+        if self.noise == "torch":
+            return torch.randn((b, 1, t), device=x.device, dtype=x.dtype)
+        return position_normal(self.seed, block, positions, x.dtype)[:, None].expand(b, 1, t)
 
     def float32_islands(self) -> list[nn.Module]:
         """Kept in float32 under reduced precision: the codebook search."""
