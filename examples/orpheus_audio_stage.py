@@ -1,9 +1,9 @@
 """The audio stage of an Orpheus TTS server: language-model ids in, PCM out, through `audiotok
 serve` (a SNAC 24 kHz model loaded). Every sample of the sequence is played, equal to the
-offline decode of the whole sequence; the first audio comes once 4 frames (28 ids) are in with
-the server's `--window 3,1,3`.
+offline decode of the whole sequence; with the server's default (stateful) SNAC streams the
+first samples come once 3 frames (21 ids) are in, each frame decoded once.
 
-    audiotok serve -m snac-24khz --window 3,1,3 &
+    audiotok serve -m snac-24khz &
     python examples/orpheus_audio_stage.py --ids lm_output.txt -o out.wav
     python examples/orpheus_audio_stage.py --from-audio examples/speech.wav -o out.wav
 

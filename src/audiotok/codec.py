@@ -51,6 +51,9 @@ class Codec(FrameMath):
     # windows (audiotok.stream.WindowedStreamDecoder).
     stream_exact: bool = False
     window_align: int = 1
+    # Non-causal codecs with their own stateful decoder stream (decoder_stream(): every frame
+    # decoded once, samples out as they become final): stream_decoder and the engine use it.
+    stream_stateful: bool = False
     # Causal codecs: long inputs run through the streaming path in pieces of this many frames
     # (exact): bounded memory, and faster than one huge pass on CPU. None: one pass, as with
     # CUDA graphs. See _encode_causal / _decode_causal.
@@ -284,18 +287,28 @@ class Codec(FrameMath):
     def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False,
                        window: tuple[int, int] | None = None):
         """Incremental decoder: `with codec.stream_decoder(B) as dec: pcm = dec.push(tokens)`.
-        Exact for causal codecs and for those with exact windows (`stream_exact`): the output
-        equals the offline decode; see audiotok.stream. `window`: (left, lookahead) frames of
-        context of a windowed codec's stream (default: stream_window's, the exact ones); fewer
-        lookahead frames give audio sooner, no longer exactly the offline decode."""
-        from .stream import StreamDecoder, WindowedStreamDecoder
+        The output equals the offline decode for causal codecs, for those with their own
+        stateful stream (`stream_stateful`: samples out as they become final) and for those
+        with exact windows (`stream_exact`); see audiotok.stream. `window`: (left, lookahead)
+        frames of context of a windowed stream instead (default: stream_window's, the exact
+        ones); fewer lookahead frames give audio sooner, no longer exactly the offline decode."""
+        from .stream import StepStreamDecoder, StreamDecoder, WindowedStreamDecoder
 
+        if self.stream_stateful and window is None:
+            return StepStreamDecoder(self, self.decoder_stream, batch_size, clamp)
         if self.stream_exact:
             return WindowedStreamDecoder(self, batch_size, clamp, window)
         if window is not None:
             raise AudiotokError(f"{self.title} streams without windows: window= does not apply")
         self._require_causal()
         return StreamDecoder(self, batch_size, clamp)
+
+    def decoder_stream(self):
+        """A stateful decoder stream (stream_stateful codecs): push(tokens [B, K, t]) -> audio
+        [B, 1, n] now final, finish() -> the rest, copy(); streams whose key() match run as one
+        batch with push_together(streams, tokens) -> [(each stream advanced, as a new object;
+        its audio)] (the engine's StatefulDecode)."""
+        raise AudiotokError(f"{self.title} has no stateful decoder stream")
 
     def stream_encoder(self, batch_size: int = 1):
         """Incremental encoder: `with codec.stream_encoder(B) as enc: tokens = enc.push(audio)`;

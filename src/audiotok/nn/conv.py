@@ -142,21 +142,27 @@ class CausalConvTranspose1d(StreamingModule):
         return self._polyphase(x)
 
     def _polyphase(self, x: torch.Tensor) -> torch.Tensor:
-        """The new samples of the transposed conv over x = c context frames + n new ones, as a
-        plain conv (kernel c + 1) to stride x out_channels, phases interleaved: the same sums,
-        but oneDNN runs this on short inputs where conv_transpose falls to a slow kernel."""
-        b, _, length = x.shape
-        s, out, groups = self.stride, self.conv.out_channels, self.conv.groups
-        w = _polyphase_weight(self.conv.weight, s, self.context_frames, groups)
-        y = short_conv1d(x, w) if groups == 1 else conv1d(x, w, groups=groups)
-        steps = length - self.context_frames
-        if is_channels_last(y):  # memory [B, T, out, s] -> [B, T, s, out], still channels-last
-            y = y.transpose(1, 2).reshape(b, steps, out, s).transpose(2, 3)
-            y = y.reshape(b, steps * s, out).transpose(1, 2)
-        else:
-            y = y.reshape(b, out, s, steps).transpose(2, 3)
-            y = y.reshape(b, out, -1)
-        return y if self.conv.bias is None else y + self.conv.bias[:, None]
+        return polyphase_transposed(x, self.conv, self.context_frames)
+
+
+def polyphase_transposed(x: torch.Tensor, conv: nn.ConvTranspose1d, context: int
+                         ) -> torch.Tensor:
+    """The new samples of `conv` (a transposed convolution, no padding) over x = `context`
+    frames + n new ones (n x stride samples, from the first new frame's), as a plain conv (kernel
+    context + 1) to stride x out_channels, phases interleaved: the same sums, but oneDNN runs
+    this on short inputs where conv_transpose falls to a slow kernel."""
+    b, _, length = x.shape
+    s, out, groups = conv.stride[0], conv.out_channels, conv.groups
+    w = _polyphase_weight(conv.weight, s, context, groups)
+    y = short_conv1d(x, w) if groups == 1 else conv1d(x, w, groups=groups)
+    steps = length - context
+    if is_channels_last(y):  # memory [B, T, out, s] -> [B, T, s, out], still channels-last
+        y = y.transpose(1, 2).reshape(b, steps, out, s).transpose(2, 3)
+        y = y.reshape(b, steps * s, out).transpose(1, 2)
+    else:
+        y = y.reshape(b, out, s, steps).transpose(2, 3)
+        y = y.reshape(b, out, -1)
+    return y if conv.bias is None else y + conv.bias[:, None]
 
 
 class Conv1d(nn.Conv1d):

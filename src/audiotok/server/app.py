@@ -152,7 +152,7 @@ def create_app(engine: Engine | None, settings: ServerSettings | None = None):
     @app.get("/v1/models")
     async def models():
         engine = await state.get_engine()
-        return {"models": [_model_facts(name, m.codec) for name, m in engine.models.items()]}
+        return {"models": [_model_facts(name, m) for name, m in engine.models.items()]}
 
     add_offline_routes(app, state)
 
@@ -185,6 +185,6 @@ def _status(e: AudiotokError) -> int:
     return 400
 
 
-def _model_facts(name: str, codec) -> dict:
-    return {"name": name, **codec.info(), "streaming": {
-        "decode": "exact" if codec.causal else "windowed", "encode": codec.causal}}
+def _model_facts(name: str, served) -> dict:
+    return {"name": name, **served.codec.info(), "streaming": {
+        "decode": served.runners["decode"].mode, "encode": served.codec.causal}}

@@ -37,7 +37,7 @@ import numpy as np
 
 from ..codec import Codec
 from ..errors import AudioError, AudiotokError
-from .batches import CausalDecode, CausalEncode, WindowedDecode, run_offline
+from .batches import CausalDecode, CausalEncode, StatefulDecode, WindowedDecode, run_offline
 from .settings import EngineSettings, WindowSettings
 from .streams import (
     _END,
@@ -121,6 +121,8 @@ class Served:
             if codec.graphs is not None:  # loaded with CUDA graphs: the steps replay them too
                 for runner in self.runners.values():
                     runner.use_graphs()
+        elif codec.stream_stateful and settings.window is None:
+            self.runners = {"decode": StatefulDecode(codec, settings.max_step_frames)}
         else:
             window = settings.window or WindowSettings(*codec.stream_window)
             self.runners = {"decode": WindowedDecode(codec, window)}
@@ -422,13 +424,13 @@ class Engine:
             st = self.stats
             st.step(served.name, kind, len(batch), elapsed)
             for s, out in zip(batch, outputs, strict=True):
-                if out is None or not s.active:
-                    continue
+                if out is None or not s.active or out.size == 0:  # (a stateful stream's push
+                    continue  # may make no sample final yet: nothing to send)
                 if kind == "encode":
                     s.frames_out += out.shape[1]
                 else:
-                    s.frames_out += out.shape[0] // served.codec.samples_per_frame
-                    s.samples_out += out.shape[0]
+                    s.samples_out += out.shape[0]  # (a stateful stream's chunks: any size)
+                    s.frames_out = s.samples_out // served.codec.samples_per_frame
                     st.audio_seconds[served.name] += out.shape[0] / served.codec.sample_rate
                 if s.first_output is None:
                     s.first_output = now

@@ -252,6 +252,10 @@ class DecodeStream(Stream):
         self.history = torch.zeros(self.codec.num_codebooks, 0, dtype=torch.long)
         self.history_start = 0
         self.emitted = 0  # frames whose audio has been output
+        # a codec's own stateful decoder stream (Codec.decoder_stream), and whether it has ended
+        self.decoder = None
+        self.ended = False
+        self.first_audio: np.ndarray | None = None  # held until a frame's worth is final
 
     def push(self, tokens) -> None:
         """Queue tokens [K, t] for decoding; raises CodesError (bad tokens), EngineBusy

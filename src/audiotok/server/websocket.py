@@ -171,7 +171,7 @@ def _open(state, kind: str, start: dict):
         async def write_output(ws, pcm):
             await ws.send_bytes(pcm_bytes(pcm, sample_format))
 
-        facts.update(stream=stream.id, decode="exact" if codec.causal else "windowed")
+        facts.update(stream=stream.id, decode=engine.models[name].runners["decode"].mode)
         if ids is not None:
             facts["ids"] = ids.scheme.describe()
         return stream, facts, read_input, write_output, totals

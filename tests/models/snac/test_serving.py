@@ -61,6 +61,7 @@ def run_stream(client, start: dict, messages: list, end: bool = True):
             ws.send_json({"type": "end"})
         pcm = []
         while (msg := ws.receive()).get("bytes") is not None:
+            assert msg["bytes"], "an empty audio message (a push that made no sample final)"
             pcm.append(np.frombuffer(msg["bytes"], "<f4"))
         return np.concatenate(pcm) if pcm else np.zeros(0, np.float32), ready, \
             json.loads(msg["text"])

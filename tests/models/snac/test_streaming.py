@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 
 from audiotok.models.snac.config import SNAC_24KHZ, SNAC_32KHZ, decode_context
 from audiotok.server import Engine, EngineSettings
+from audiotok.server.settings import WindowSettings
 from tests.server.schedules import run_decode_schedule
 from tests.server.test_engine import CORNERS, schedules
 
@@ -59,14 +60,21 @@ def test_stream_decoder_equals_offline(snac_codecs, name):
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(plan=schedules())
 @example(plan=CORNERS[1])
-@pytest.mark.parametrize("name", ["tiny", "tiny_blocks"])
-def test_engine_decode_streams_equal_offline(snac_codecs, name, plan):
-    """Windowed engine streams (several in one batch, ragged pushes) with the window's place
-    in its stream passed to the seeded noise: each equals its offline decode."""
+@pytest.mark.parametrize("name, windowed", [("tiny", False), ("tiny_blocks", False),
+                                            ("tiny_blocks", True)])
+def test_engine_decode_streams_equal_offline(snac_codecs, name, windowed, plan):
+    """The engine's SNAC decode streams (several in one batch, ragged pushes): stateful (the
+    default: streams whose states match run as one batch, the ends on their own), or windowed
+    (--window; the window's place in its stream passed to the seeded noise); each equals its
+    offline decode."""
     codec = snac_codecs[name]
     streams, max_batch, max_step_frames, seed = plan
+    window = WindowSettings(*codec.stream_window) if windowed else None
     engine = Engine({"snac": codec}, EngineSettings(
-        max_streams=16, max_batch=max_batch, max_step_frames=max_step_frames), start=False)
+        max_streams=16, max_batch=max_batch, max_step_frames=max_step_frames, window=window),
+        start=False)
+    assert engine.models["snac"].runners["decode"].mode == ("windowed" if windowed
+                                                            else "stateful")
     run_decode_schedule(engine, codec, streams, seed, name="snac")
 
 
@@ -103,3 +111,80 @@ def test_shorter_windows_come_sooner_and_deviate(snac_codecs):
     assert 1e-4 < deviation[2, 2] < deviation[1, 2] < deviation[1, 0]
     with pytest.raises(ValueError, match="window must be"):
         codec.stream_decoder(window=(1, -1))
+
+
+def test_engine_stateful_first_chunk_and_failed_batches(snac_codecs, monkeypatch):
+    """A stateful stream's first audio waits for a frame's worth of final samples; a batch that
+    fails is retried stream by stream from the states before it (none advanced twice)."""
+    from audiotok.models.snac.stream import DecoderStream
+
+    codec = snac_codecs["tiny"]
+    engine = Engine({"snac": codec}, EngineSettings(max_streams=8), start=False)
+    plan = [dict(frames=f, pushes=[1, 2], opens=o, pace=1) for f, o in ((20, 0), (17, 0),
+                                                                          (25, 1), (9, 2))]
+    real, calls = DecoderStream.push_together, []
+
+    def flaky(streams, tokens):
+        calls.append(len(streams))
+        if len(streams) > 1 and len(calls) % 3 == 0:
+            raise RuntimeError("a failing batch")
+        return real(streams, tokens)
+
+    monkeypatch.setattr(DecoderStream, "push_together", staticmethod(flaky))
+    first = []
+    real_put = engine._run_streams
+
+    def spy(served, kind, batch, work):
+        real_put(served, kind, batch, work)
+        for s in batch:
+            if s.samples_out and s.id not in {i for i, _ in first}:
+                first.append((s.id, s.samples_out))
+
+    monkeypatch.setattr(engine, "_run_streams", spy)
+    run_decode_schedule(engine, codec, plan, 3, name="snac")
+    assert any(n > 1 for n in calls) and len(calls) > 10
+    assert first and all(n >= codec.samples_per_frame for _, n in first)
+
+
+def test_stateful_runner_commits_a_step_only_when_all_of_it_ran(snac_codecs, monkeypatch):
+    from types import SimpleNamespace
+
+    from audiotok.models.snac.stream import DecoderStream
+    from audiotok.server.batches import StatefulDecode
+
+    codec = snac_codecs["tiny"]
+    runner = StatefulDecode(codec, 8)
+    streams = [SimpleNamespace(decoder=None, ended=False, samples_out=0, first_audio=None)
+               for _ in range(3)]
+    work = [torch.zeros(7, 1, dtype=torch.long), torch.zeros(7, 1, dtype=torch.long),
+            torch.zeros(7, 2, dtype=torch.long)]  # two groups: 1 frame (rows 0, 1), 2 frames
+    real = DecoderStream.push_together
+
+    def second_group_fails(decoders, tokens):
+        if tokens.shape[-1] == 2:
+            raise RuntimeError("the second group fails")
+        return real(decoders, tokens)
+
+    monkeypatch.setattr(DecoderStream, "push_together", staticmethod(second_group_fails))
+    with pytest.raises(RuntimeError, match="second group"):
+        runner.run(streams, work)
+    assert all(s.decoder is None for s in streams)  # the first group's results not kept
+    monkeypatch.setattr(DecoderStream, "push_together", staticmethod(real))
+    runner.run(streams, work)
+    assert [s.decoder.frames for s in streams] == [1, 1, 2]
+
+
+def test_stateful_stream_ends_once(snac_codecs):
+    codec = snac_codecs["tiny"]
+    tokens = torch.randint(0, 64, (1, 7, 6), generator=torch.Generator().manual_seed(8))
+    with codec.stream_decoder() as dec:
+        first = dec.push(tokens)
+        rest = dec.flush()
+        assert torch.cat([first, rest], -1).shape[-1] == 6 * codec.samples_per_frame
+        assert dec.flush().shape == (1, 1, 0)  # a second end gives nothing more
+        with pytest.raises(RuntimeError, match="has finished"):
+            dec.push(tokens)
+    with codec.stream_decoder() as dec:  # nothing pushed: nothing out
+        assert dec.flush().shape == (1, 1, 0)
+    with pytest.raises(RuntimeError, match="with"):
+        codec.stream_decoder().push(tokens)

@@ -26,12 +26,14 @@ class SnacCodec(Codec):
     noise: "seeded" (default), "torch" or "off" (noise.py); seed: the seeded noise's seed.
     Inputs are zero-padded as the reference pads them: to whole coarse frames (24 kHz), or to
     whole attention windows of 4 coarse frames (32/44 kHz). Not causal: a padded batch is
-    encoded and decoded per length, so every item gets what it gets alone. Streams decode in
-    windows with enough context to equal the offline decode (stream_window; `stream_exact`)."""
+    encoded and decoded per length, so every item gets what it gets alone. Streams run the
+    decoder statefully (decoder_stream), or in windows with enough context to equal the offline
+    decode (stream_window; `stream_exact`)."""
 
     family = FAMILY
     stream_window = (3, 4, 3)  # (left, chunk, lookahead) frames; per config in __init__
     stream_exact = True
+    stream_stateful = True
 
     def __init__(self, model: SnacModel, *, noise: str = "seeded", seed: int = 0, **kw):
         super().__init__(model, model.config, **kw)
@@ -58,19 +60,12 @@ class SnacCodec(Codec):
         model = build_model(SnacModel, config, state_dict, str(path))
         return cls(model, source=str(path), **kw)
 
-    def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False,
-                       window: tuple[int, int] | None = None):
-        """A stateful stream (models/snac/stream.py): every frame decoded once, audio out as soon
-        as it is final, 4757 samples (2.3 frames) behind the codes at 24 kHz; equal to the
-        offline decode. window=(left, lookahead): the windowed re-decoding instead
-        (audiotok.stream.WindowedStreamDecoder), what the serving engine runs."""
-        if window is not None:
-            return super().stream_decoder(batch_size, clamp=clamp, window=window)
-        from ...stream import StepStreamDecoder
+    def decoder_stream(self):
+        """The stateful stream (models/snac/stream.py): every frame decoded once, audio out as
+        soon as it is final, 4757 samples (2.3 frames) behind the codes at 24 kHz."""
         from .stream import DecoderStream
 
-        return StepStreamDecoder(self, lambda: DecoderStream(self.model, self.window_align),
-                                 batch_size, clamp)
+        return DecoderStream(self.model, self.window_align)
 
     @property
     def noise(self) -> str:

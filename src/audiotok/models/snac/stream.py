@@ -19,11 +19,13 @@ the samples become final rather than in whole frames; work per frame is one fram
 
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 
 from ...nn.activations import Snake1d
-from ...nn.conv import Conv1d, ConvTranspose1d, conv1d_padded, conv_transpose1d_padded
+from ...nn.conv import Conv1d, ConvTranspose1d, cat_time, conv1d_padded, polyphase_transposed
 from .model import DecoderBlock, LocalMHA, NoiseBlock, ResidualUnit, SnacModel, rows_to_levels
 
 
@@ -33,12 +35,16 @@ def _cat(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
         return b
     if b is None or b.shape[-1] == 0:
         return a
-    return torch.cat([a, b], -1)
+    return cat_time(a, b)
 
 
 class _Step:
     """One layer of the stream: push(x) -> the output x now determines (None: nothing yet);
-    flush() -> the rest at the end of the stream."""
+    flush() -> the rest at the end of the stream. STATE names its batch-first tensors (stacked
+    and split by rows, see DecoderStream.push_together)."""
+
+    STATE: tuple[str, ...] = ()
+    children: tuple[str, ...] = ()
 
     def push(self, x: torch.Tensor) -> torch.Tensor | None:
         raise NotImplementedError
@@ -58,6 +64,8 @@ class _Pointwise(_Step):
 class _Conv(_Step):
     """A zero-padded stride-1 convolution: the input it still needs, the left zeros first;
     the right zeros at the end."""
+
+    STATE = ("held",)
 
     def __init__(self, conv: Conv1d):
         k, d, p = conv.kernel_size[0], conv.dilation[0], conv.padding[0]
@@ -88,6 +96,8 @@ class _ConvTranspose(_Step):
     """Kernel 2 s, stride s: sample j of the unpadded output gets input frames floor(j / s) - 1
     and floor(j / s); the offline output is that from sample `padding` on."""
 
+    STATE = ("last",)
+
     def __init__(self, conv: ConvTranspose1d):
         s = conv.stride[0]
         if conv.kernel_size[0] != 2 * s or conv.groups != 1:
@@ -108,8 +118,7 @@ class _ConvTranspose(_Step):
     def _run(self, x: torch.Tensor, count: int) -> torch.Tensor:
         """`count` samples of the unpadded output from the previous frame's on, x the input
         frames after it."""
-        c, s = self.conv, self.stride
-        y = conv_transpose1d_padded(_cat(self.last, x), c.weight, c.bias, s)[..., s : s + count]
+        y = polyphase_transposed(_cat(self.last, x), self.conv, 1)[..., :count]
         self.last = x[..., -1:]
         drop = min(self.skip, y.shape[-1])
         self.skip -= drop
@@ -117,6 +126,8 @@ class _ConvTranspose(_Step):
 
 
 class _Chain(_Step):
+    children = ("steps",)
+
     def __init__(self, steps: list[_Step]):
         self.steps = steps
 
@@ -137,6 +148,8 @@ class _Chain(_Step):
 
 class _Residual(_Step):
     """x + branch(x): x held until the branch's output for it comes."""
+
+    STATE, children = ("held",), ("branch",)
 
     def __init__(self, branch: _Step):
         self.branch, self.held = branch, None
@@ -160,17 +173,24 @@ class _Residual(_Step):
 class _Noise(_Step):
     """x + n * conv1x1(x), n the model's noise at each step's absolute position."""
 
+    STATE = ("position",)
+
     def __init__(self, block: NoiseBlock, model: SnacModel, index: int):
-        self.block, self.model, self.index, self.position = block, model, index, 0
+        self.block, self.model, self.index = block, model, index
+        self.position: torch.Tensor | None = None  # [B] steps so far, per row
 
     def push(self, x):
-        positions = self.position + torch.arange(x.shape[-1], device=x.device)[None]
-        self.position += x.shape[-1]
+        if self.position is None:
+            self.position = torch.zeros(x.shape[0], dtype=torch.long, device=x.device)
+        positions = self.position[:, None] + torch.arange(x.shape[-1], device=x.device)
+        self.position = self.position + x.shape[-1]
         return self.block(x, self.model.noise_at(self.index, positions, x))
 
 
 class _Windows(_Step):
     """Local attention over whole windows (the stream's end is padded to whole windows)."""
+
+    STATE = ("held",)
 
     def __init__(self, attention: LocalMHA):
         self.attention, self.held = attention, None
@@ -187,6 +207,35 @@ class _Windows(_Step):
         if self.held is not None and self.held.shape[-1]:
             raise RuntimeError("a stream ended inside an attention window")
         return None
+
+
+def _stack(steps: list[_Step]) -> _Step:
+    """One step over the rows of `steps` (the same layer, states of the same shapes)."""
+    out = copy.copy(steps[0])
+    for name in out.STATE:
+        values = [getattr(step, name) for step in steps]
+        setattr(out, name, None if values[0] is None else torch.cat(values, 0))
+    for name in out.children:
+        value = getattr(out, name)
+        if isinstance(value, list):
+            setattr(out, name, [_stack([getattr(s, name)[i] for s in steps])
+                                for i in range(len(value))])
+        else:
+            setattr(out, name, _stack([getattr(s, name) for s in steps]))
+    return out
+
+
+def _row(step: _Step, i: int) -> _Step:
+    """Row i of a stacked step, as its own step."""
+    out = copy.copy(step)
+    for name in out.STATE:
+        value = getattr(out, name)
+        setattr(out, name, None if value is None else value[i : i + 1])
+    for name in out.children:
+        value = getattr(out, name)
+        setattr(out, name, [_row(v, i) for v in value] if isinstance(value, list)
+                else _row(value, i))
+    return out
 
 
 def _steps(module: nn.Module, model: SnacModel, blocks: list[int]) -> _Step:
@@ -220,8 +269,39 @@ class DecoderStream:
         self.samples = 0
         self.last: torch.Tensor | None = None  # the last frame's tokens
 
+    def key(self) -> tuple:
+        """Streams with equal keys hold states of the same shapes (push_together runs them as
+        one batch): the same frames so far until the audio starts (each layer's input still
+        filling), then the same place in an attention window."""
+        return (True, self.frames % self.align) if self.samples else (False, self.frames)
+
+    @staticmethod
+    def push_together(streams: list[DecoderStream], tokens: torch.Tensor
+                      ) -> list[tuple[DecoderStream, torch.Tensor]]:
+        """(streams[i] advanced by tokens[i : i + 1], its audio) for every i, run as one batch
+        (equal keys); the given streams are left as they were."""
+        batch = copy.copy(streams[0])
+        batch.chain = _stack([s.chain for s in streams])
+        audio = batch._run(tokens)
+        out = []
+        for i, s in enumerate(streams):
+            new = copy.copy(s)
+            new.chain = _row(batch.chain, i) if len(streams) > 1 else batch.chain
+            new.frames += tokens.shape[-1]
+            new.last = tokens[i : i + 1, :, -1:]
+            out.append((new, new._out(None if audio is None else audio[i : i + 1], 1)))
+        return out
+
+    def copy(self) -> DecoderStream:
+        """An independent copy (its state can advance without this one's)."""
+        other = copy.copy(self)
+        other.chain = _stack([self.chain])
+        return other
+
     def push(self, tokens: torch.Tensor) -> torch.Tensor:
         """Audio float32 [B, 1, n] for tokens [B, K, t]: the samples now final."""
+        if self.last is None and self.frames:
+            raise RuntimeError("the stream has finished")
         self.frames += tokens.shape[-1]
         if tokens.shape[-1]:
             self.last = tokens[..., -1:]
@@ -230,14 +310,15 @@ class DecoderStream:
     def finish(self) -> torch.Tensor:
         """The rest of the audio: the end padded to whole attention windows with the last frame
         (as the offline decode pads it), then every layer's right padding."""
-        batch = 1 if self.last is None else self.last.shape[0]
-        if self.last is None:
-            return self._out(None, batch)
-        total = self.frames * self.model.config.samples_per_frame
+        if self.last is None:  # nothing pushed, or finished already
+            return self._out(None, 1)
+        batch, total = self.last.shape[0], self.frames * self.model.config.samples_per_frame
         pad = -self.frames % self.align
         rest = _cat(self._run(self.last.expand(-1, -1, pad)) if pad else None,
                     self.chain.flush())
-        return self._out(rest[..., : max(0, total - self.samples)], batch)
+        self.last = None
+        return self._out(None if rest is None else rest[..., : max(0, total - self.samples)],
+                         batch)
 
     def _run(self, tokens: torch.Tensor) -> torch.Tensor | None:
         if tokens.shape[-1] == 0:
