@@ -34,6 +34,34 @@ def median_time(fn, repeats: int, warmup: bool = True) -> tuple[float, object]:
     return statistics.median(times), out
 
 
+def timed(fn) -> tuple[float, float, object]:
+    """(seconds, extra peak resident MB, result) of one call."""
+    reset_peak_rss()  # the high-water mark restarts at the current resident set
+    base = peak_rss_mb()
+    t = time.perf_counter()
+    out = fn()
+    seconds = time.perf_counter() - t
+    return seconds, max(0.0, peak_rss_mb() - base), out
+
+
+def encode_decode_rounds(impls: dict, repeats: int) -> tuple[dict, dict, dict]:
+    """impls: name -> (encode(), decode(codes)). `repeats` rounds, the implementations
+    interleaved: (times[name, "encode" | "decode"] lists of seconds, extra peak MB of the last
+    call of each, each implementation's last codes)."""
+    times = {(name, k): [] for name in impls for k in ("encode", "decode")}
+    memory, codes = {}, {}
+    for _ in range(repeats):
+        for name, (enc, dec) in impls.items():
+            s, mb, c = timed(enc)
+            times[name, "encode"].append(s)
+            memory[name, "encode"] = mb
+            codes[name] = c
+            s, mb, _ = timed(lambda c=c, dec=dec: dec(c))
+            times[name, "decode"].append(s)
+            memory[name, "decode"] = mb
+    return times, memory, codes
+
+
 def parser(doc: str):
     """An argument parser with the options every benchmark takes."""
     import argparse

@@ -15,26 +15,15 @@ import json
 import os
 import statistics
 import sys
-import time
 
 os.environ.setdefault("NO_TORCH_COMPILE", "1")
 
 import torch  # noqa: E402
-from common import ROOT, parser, peak_rss_mb, reset_peak_rss, speech  # noqa: E402
+from common import ROOT, encode_decode_rounds, parser, speech  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 import audiotok  # noqa: E402
 from tests.models.mimi import reference  # noqa: E402
-
-
-def timed(fn) -> tuple[float, float, object]:
-    """(seconds, extra peak resident MB, result) of one call."""
-    reset_peak_rss()  # the high-water mark restarts at the current resident set
-    base = peak_rss_mb()
-    t = time.perf_counter()
-    out = fn()
-    seconds = time.perf_counter() - t
-    return seconds, max(0.0, peak_rss_mb() - base), out
 
 
 def main() -> None:
@@ -59,18 +48,8 @@ def main() -> None:
             "transformers 5.24": (lambda x=x: hf.encode(x).audio_codes,
                                   lambda c: hf.decode(c).audio_values),
         }
-        times = {(n, k): [] for n in impls for k in ("encode", "decode")}
-        memory, codes = {}, {}
         with torch.inference_mode():
-            for _ in range(args.repeats):
-                for name, (enc, dec) in impls.items():
-                    s, mb, c = timed(enc)
-                    times[name, "encode"].append(s)
-                    memory[name, "encode"] = mb
-                    codes[name] = c
-                    s, mb, _ = timed(lambda c=c, dec=dec: dec(c))
-                    times[name, "decode"].append(s)
-                    memory[name, "decode"] = mb
+            times, memory, codes = encode_decode_rounds(impls, args.repeats)
         same = all(torch.equal(codes["audiotok"], c) for c in codes.values())
         for (name, kind), ts in times.items():
             med = statistics.median(ts)

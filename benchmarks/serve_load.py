@@ -37,11 +37,12 @@ import audiotok
 from audiotok.server.protocol import tokens_to_binary
 
 
-def start_server(model: str, dtype: str, threads: int, max_batch: int, max_streams: int):
+def start_server(model: str, dtype: str, threads: int, max_batch: int, max_streams: int,
+                 extra: tuple[str, ...] = ()):
     cmd = [sys.executable, "-m", "audiotok", "serve", "-m", f"m={model}", "--port", "0",
            "--host", "127.0.0.1", "--dtype", dtype, "--threads", str(threads),
            "--max-batch", str(max_batch), "--max-streams", str(max_streams),
-           "--log-level", "warning"]
+           "--log-level", "warning", *extra]
     p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline:
@@ -181,6 +182,8 @@ def main() -> None:
     p.add_argument("--stagger", type=float, default=0.01, help="seconds between stream starts")
     p.add_argument("--verify", type=int, default=1000, help="streams checked against offline")
     p.add_argument("--max-wall", type=float, default=300.0, help="seconds per round at most")
+    p.add_argument("--server-args", default="",
+                   help="more `audiotok serve` options for both modes, e.g. '--step-wait-ms 40'")
     p.add_argument("--rounds", type=int, default=1,
                    help="rounds per level and mode; their streams are pooled")
     args = p.parse_args()
@@ -195,7 +198,8 @@ def main() -> None:
     codec = audiotok.load(args.model, dtype=getattr(torch, args.dtype))
     levels = [int(n) for n in args.streams.split(",")]
     modes = [int(m) for m in args.modes.split(",")]
-    servers = {m: start_server(args.model, args.dtype, args.threads, m, max(levels))
+    servers = {m: start_server(args.model, args.dtype, args.threads, m, max(levels),
+                               tuple(args.server_args.split()))
                for m in modes}
     offline: dict = {}
     results: dict = {m: [] for m in modes}

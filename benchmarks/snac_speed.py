@@ -17,8 +17,7 @@ import statistics
 import sys
 
 import torch
-from common import ROOT, parser, speech
-from mimi_speed import timed
+from common import ROOT, encode_decode_rounds, parser, speech
 
 sys.path.insert(0, str(ROOT))
 import audiotok  # noqa: E402
@@ -48,18 +47,8 @@ def main() -> None:
             "snac 1.2.1": (lambda x=x: levels_to_rows(ref.encode(x), ours.config),
                            lambda c: ref.decode(rows_to_levels(c, ours.config))),
         }
-        times = {(name, k): [] for name in impls for k in ("encode", "decode")}
-        memory, codes = {}, {}
         with torch.inference_mode():
-            for _ in range(args.repeats):
-                for name, (enc, dec) in impls.items():
-                    s, mb, c = timed(enc)
-                    times[name, "encode"].append(s)
-                    memory[name, "encode"] = mb
-                    codes[name] = c
-                    s, mb, _ = timed(lambda c=c, dec=dec: dec(c))
-                    times[name, "decode"].append(s)
-                    memory[name, "decode"] = mb
+            times, memory, codes = encode_decode_rounds(impls, args.repeats)
         same = torch.equal(codes["audiotok"], codes["snac 1.2.1"])
         for (name, kind), ts in times.items():
             med = statistics.median(ts)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -59,6 +60,28 @@ def random_like_s2(cfg: S2Config, seed: int = 0) -> dict[str, torch.Tensor]:
 
 def np_f32(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)
+
+
+TORCH_FREE_HEAD = """\
+import sys
+sys.modules["torch"] = None  # any `import torch` now raises ImportError
+import numpy as np
+import audiotok
+from audiotok.errors import CodesError
+
+folder, inputs, out = sys.argv[1:4]
+codec = audiotok.load(folder, threads=2)
+d = np.load(inputs)
+r = {}
+"""
+
+
+def torch_free_script(body: str) -> str:
+    """A script for run_torch_free: TORCH_FREE_HEAD (torch made unimportable, the export folder
+    loaded as `codec`, the inputs as `d`, results to collect in `r`), then `body`, then the
+    results saved (torch still unimported)."""
+    return (TORCH_FREE_HEAD + textwrap.dedent(body)
+            + 'assert sys.modules["torch"] is None, "torch was imported"\nnp.savez(out, **r)\n')
 
 
 def run_torch_free(script: str, folder, golden, tmp, licence: str) -> dict:

@@ -5,7 +5,6 @@ the errors."""
 import json
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import onnx
@@ -18,21 +17,12 @@ from audiotok.errors import AudioError, AudiotokError, CheckpointError, CodesErr
 from audiotok.export import export_onnx
 from audiotok.runtime import OnnxCodec
 from tests.conftest import S2_TINY, XCODEC2_TINY
-from tests.helpers import export_onnx_cli, run_torch_free
+from tests.helpers import export_onnx_cli, run_torch_free, torch_free_script
 
 LENGTHS = (1, 2047, 2048, 2049, 30000, 132377, 352805)
 
 # run with torch made unimportable: every golden case through the ONNX runtime, saved as .npz
-TORCH_FREE = textwrap.dedent("""
-    import sys
-    sys.modules["torch"] = None  # any `import torch` now raises ImportError
-    import numpy as np
-    import audiotok
-
-    folder, golden, out = sys.argv[1:4]
-    codec = audiotok.load(folder, threads=2)
-    d = np.load(golden)
-    r = {}
+TORCH_FREE = torch_free_script("""
     for n in LENGTHS:
         r[f"codes_{n}"] = codec.encode(d[f"audio_{n}"]).tokens[0]
         r[f"decoded_{n}"] = codec.decode(d[f"codes_{n}"])[0, 0]
@@ -62,8 +52,6 @@ TORCH_FREE = textwrap.dedent("""
     assert isinstance(back.tokens, np.ndarray)
     assert back.num_samples.tolist() == [30000, 44100, 12345]
     r["batch_decoded_from_file"] = codec.decode(back)
-    assert sys.modules["torch"] is None, "torch was imported"
-    np.savez(out, **r)
 """).replace("LENGTHS", repr(LENGTHS))
 
 

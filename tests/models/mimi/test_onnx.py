@@ -3,30 +3,19 @@ state), and the torch-free runtime against the torch codec: tokens equal, audio 
 batches, and the step graphs driven push by push equal to offline."""
 
 import json
-import textwrap
 
 import numpy as np
 import onnx
 import pytest
 import torch
 
-from tests.helpers import export_onnx_cli, onnx_graph_facts, run_torch_free
+from tests.helpers import export_onnx_cli, onnx_graph_facts, run_torch_free, torch_free_script
 from tests.models.mimi.conftest import speechy
 
 FRAME = 1920
 LENGTHS = (1, 1919, 1920, 1921, 24007, 76800)  # 76 800: 40 frames, ten attention windows
 
-TORCH_FREE = textwrap.dedent("""
-    import sys
-    sys.modules["torch"] = None  # any `import torch` now raises ImportError
-    import numpy as np
-    import audiotok
-    from audiotok.errors import CodesError
-
-    folder, inputs, out = sys.argv[1:4]
-    codec = audiotok.load(folder, threads=2)
-    d = np.load(inputs)
-    r = {}
+TORCH_FREE = torch_free_script("""
     for n in LENGTHS:
         r[f"codes_{n}"] = codec.encode(d[f"audio_{n}"]).tokens[0]
         r[f"decoded_{n}"] = codec.decode(d[f"torch_codes_{n}"])[0, 0]
@@ -53,8 +42,6 @@ TORCH_FREE = textwrap.dedent("""
             i += n
         pieces.append(enc.flush())
     r["stream_encoded"] = np.concatenate(pieces, -1)[0]
-    assert sys.modules["torch"] is None, "torch was imported"
-    np.savez(out, **r)
 """).replace("LENGTHS", repr(LENGTHS))
 
 

@@ -4,35 +4,23 @@ codec without torch: tokens equal, audio within 1e-4 with the seeded noise compu
 graph, items of different lengths in one call; the torch noise is refused."""
 
 import json
-import textwrap
 
 import numpy as np
 import pytest
 import torch
 
-from tests.helpers import export_onnx_cli, onnx_graph_facts, run_torch_free
+from tests.helpers import export_onnx_cli, onnx_graph_facts, run_torch_free, torch_free_script
 
 pytest.importorskip("onnxruntime")
 LENGTHS = (1, 47, 48, 49, 300)  # a frame is 24 samples; attention windows of 2 frames
 
-TORCH_FREE = textwrap.dedent("""
-    import sys
-    sys.modules["torch"] = None  # any `import torch` now raises ImportError
-    import numpy as np
-    import audiotok
-
-    folder, inputs, out = sys.argv[1:4]
-    codec = audiotok.load(folder, threads=2)
-    d = np.load(inputs)
-    r = {}
+TORCH_FREE = torch_free_script("""
     for n in LENGTHS:
         r[f"codes_{n}"] = codec.encode(d[f"audio_{n}"]).tokens[0]
         r[f"decoded_{n}"] = codec.decode(d[f"torch_codes_{n}"])[0, 0]
     batch = codec.encode([d["audio_49"], d["audio_300"], d["audio_1"]])
     r["batch_codes"], r["batch_lengths"] = batch.tokens, batch.lengths
     r["batch_audio"] = codec.decode(batch)
-    assert sys.modules["torch"] is None, "torch was imported"
-    np.savez(out, **r)
 """).replace("LENGTHS", repr(LENGTHS))
 
 

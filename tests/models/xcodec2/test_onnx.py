@@ -2,7 +2,6 @@
 with the golden reference, and batches and windows as the torch codec runs them."""
 
 import json
-import textwrap
 
 import numpy as np
 import onnx
@@ -11,26 +10,15 @@ import pytest
 import audiotok
 from audiotok.errors import AudiotokError
 from tests.conftest import XCODEC2_TINY
-from tests.helpers import export_onnx_cli, run_torch_free
+from tests.helpers import export_onnx_cli, run_torch_free, torch_free_script
 
 XC_CASES = ("n8000", "n8001", "n319", "n49120", "n144000")
 
-XC_TORCH_FREE = textwrap.dedent("""
-    import sys
-    sys.modules["torch"] = None
-    import numpy as np
-    import audiotok
-
-    folder, golden, out = sys.argv[1:4]
-    codec = audiotok.load(folder, threads=2)
-    d = np.load(golden)
-    r = {}
+XC_TORCH_FREE = torch_free_script("""
     for c in XC_CASES:
         r[f"{c}_codes"] = codec.encode(d[f"{c}_waveform"]).tokens
         r[f"{c}_audio"] = codec.decode(d[f"{c}_codes"])
     r["random_codes_audio"] = codec.decode(d["random_codes"])
-    assert sys.modules["torch"] is None, "torch was imported"
-    np.savez(out, **r)
 """).replace("XC_CASES", repr(XC_CASES))
 
 
