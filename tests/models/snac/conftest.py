@@ -7,7 +7,7 @@ import pytest
 from tests.models.snac import reference
 
 CONFIGS = {"tiny": reference.TINY, "tiny_attn": reference.TINY_ATTN,
-           "24khz": reference.FULL_24, "32khz": reference.FULL_32}
+           "24khz": reference.FULL_24, "32khz": reference.FULL_32, "44khz": reference.FULL_44}
 STREAMED = ("tiny", "tiny_blocks", "24khz", "32khz")
 
 

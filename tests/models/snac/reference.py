@@ -26,6 +26,7 @@ FULL_24 = {"sampling_rate": 24000, "encoder_dim": 48, "encoder_rates": [2, 4, 8,
 FULL_32 = {**FULL_24, "sampling_rate": 32000, "encoder_dim": 64, "encoder_rates": [2, 3, 8, 8],
            "decoder_dim": 1536, "decoder_rates": [8, 8, 3, 2], "attn_window_size": 32,
            "vq_strides": [8, 4, 2, 1]}
+FULL_44 = {**FULL_32, "sampling_rate": 44100}  # snac_44khz: the 32 kHz network at 44.1 kHz
 
 
 def snac_model(config: dict, seed: int = 0):

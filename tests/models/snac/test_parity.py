@@ -15,7 +15,7 @@ from tests.models.snac.conftest import CONFIGS
 
 # lengths in samples: around the padding unit P (coarse frame, or 4 of them with attention)
 LENGTHS = {"tiny": (1, 23, 24, 25, 479), "tiny_attn": (1, 95, 96, 97, 300),
-           "24khz": (1, 2047, 2048, 2049, 24000), "32khz": (1, 12289)}
+           "24khz": (1, 2047, 2048, 2049, 24000), "32khz": (1, 12289), "44khz": (1, 12289)}
 
 
 def audio(n: int, seed: int) -> torch.Tensor:
