@@ -263,8 +263,9 @@ async function reconstruct() {
   }
 }
 
-// The tokens go to the server at real-time pace, one frame per message (as a speech LLM would
-// send them); the audio is played through Web Audio as each piece arrives.
+// The tokens go to the server at real-time pace, a frame per message as a speech LLM would send
+// them (several when the frame rate outruns the timer); the audio is played through Web Audio
+// as each piece arrives.
 function streamDecode(name, enc, model) {
   return new Promise((resolve, reject) => {
     const key = $("apikey").value.trim();
@@ -305,12 +306,18 @@ function streamDecode(name, enc, model) {
       if (doc.type === "ready") {
         let f = 0;
         firstPush = performance.now();
-        timer = setInterval(() => {
-          const data = new Int32Array(k);
-          for (let c = 0; c < k; c++) data[c] = enc.tokens[c][f];
+        // every frame due by now (a timer fires every 4 ms at best: at higher frame rates one
+        // message carries several frames, frame-major, so the pace stays real time)
+        const send = () => {
+          const due = Math.min(frames, Math.floor((performance.now() - firstPush) / 1000 * model.frame_rate) + 1);
+          if (due <= f) return;
+          const data = new Int32Array(k * (due - f));
+          for (let i = 0; f < due; f++, i++) for (let c = 0; c < k; c++) data[i * k + c] = enc.tokens[c][f];
           ws.send(data.buffer);
-          if (++f >= frames) { clearInterval(timer); ws.send(JSON.stringify({ type: "end" })); }
-        }, 1000 / model.frame_rate);
+          if (f >= frames) { clearInterval(timer); ws.send(JSON.stringify({ type: "end" })); }
+        };
+        send();
+        timer = setInterval(send, Math.max(4, 1000 / model.frame_rate));
         status("streaming…");
       } else if (doc.type === "error") {
         fail(`stream error ${doc.code}: ${doc.message}`);
