@@ -1,7 +1,8 @@
 """The audio stage of an Orpheus TTS server: language-model ids in, PCM out, through `audiotok
 serve` (a SNAC 24 kHz model loaded). Every sample of the sequence is played, equal to the
-offline decode of the whole sequence; with the server's default (stateful) SNAC streams the
-first samples come once 3 frames (21 ids) are in, each frame decoded once.
+offline decode of the whole sequence; with the server's default (stateful) SNAC streams each
+frame is decoded once and the first audio comes once 4 frames (28 ids) are in (a frame's worth
+of final samples, 3435).
 
     audiotok serve -m snac-24khz &
     python examples/orpheus_audio_stage.py --ids lm_output.txt -o out.wav
