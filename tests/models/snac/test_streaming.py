@@ -188,3 +188,31 @@ def test_stateful_stream_ends_once(snac_codecs):
         assert dec.flush().shape == (1, 1, 0)
     with pytest.raises(RuntimeError, match="with"):
         codec.stream_decoder().push(tokens)
+
+
+def test_stateful_stream_state_stays_bounded(snac_codecs):
+    """However long the stream, each layer holds the same amount once the audio has started."""
+    from audiotok.models.snac.stream import DecoderStream
+
+    def held(stream):
+        total, todo = 0, [stream.chain]
+        while todo:
+            step = todo.pop()
+            for name in step.STATE:
+                value = getattr(step, name)
+                total += 0 if value is None else value.numel()
+            for name in step.children:
+                value = getattr(step, name)
+                todo += value if isinstance(value, list) else [value]
+        return total
+
+    codec = snac_codecs["tiny_blocks"]
+    stream = DecoderStream(codec.model, codec.window_align)
+    tokens = torch.randint(0, 64, (1, 7, 120), generator=torch.Generator().manual_seed(9))
+    sizes = []
+    with torch.inference_mode():
+        for f in range(120):
+            stream.push(tokens[..., f : f + 1])
+            sizes.append(held(stream))
+    assert stream.samples > 0
+    assert len(set(sizes[40::codec.window_align])) == 1  # steady: the same at each window phase
