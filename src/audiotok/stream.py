@@ -24,10 +24,14 @@ from .errors import AudioError, CodesError
 from .nn.streaming import stream_copy, streaming
 
 
+def _check_batch_size(batch_size) -> None:
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+
+
 class _Stream:
     def __init__(self, codec, batch_size: int):
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        _check_batch_size(batch_size)
         self.codec = codec
         self.batch_size = batch_size
         self.model = stream_copy(codec.model)
@@ -73,30 +77,13 @@ class StreamDecoder(_Stream):
         return torch.zeros(self.batch_size, 1, 0)
 
 
-class WindowedStreamDecoder:
-    """Tokens in, audio out for a non-causal codec whose windows decode exactly
-    (Codec.stream_exact): each push returns the audio of the frames that now have `lookahead`
-    frames after them, decoded in one window with `left` frames of context before (starts
-    aligned to `window_align` frames); flush() returns the rest. Every sample comes out once,
-    equal to the offline decode of the whole sequence. Latency: `lookahead` frames. `window`
-    (left, lookahead) replaces the codec's; shorter than its own, the audio is no longer
-    exactly the offline decode (the codec's page gives the deviation)."""
+class _TokenStream:
+    """A decoder stream that keeps its own state outside the model's modules: the batch size,
+    the `with` block, and each push's tokens checked and counted."""
 
-    def __init__(self, codec, batch_size: int = 1, clamp: bool = False,
-                 window: tuple[int, int] | None = None):
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    def __init__(self, codec, batch_size: int, clamp: bool):
+        _check_batch_size(batch_size)
         self.codec, self.batch_size, self.clamp = codec, batch_size, clamp
-        self.left, _, self.lookahead = codec.stream_window
-        if window is not None:
-            if (not isinstance(window, tuple | list) or len(window) != 2
-                    or not all(isinstance(w, int) and w >= 0 for w in window)):
-                raise ValueError(f"window must be (left, lookahead) frames >= 0, got {window!r}")
-            self.left, self.lookahead = window
-        self.align = codec.window_align
-        self.history = torch.zeros(batch_size, codec.num_codebooks, 0, dtype=torch.long)
-        self.start = 0  # the stream frame history[..., 0] is
-        self.emitted = 0
         self.frames = 0
         self._open = False
 
@@ -107,22 +94,52 @@ class WindowedStreamDecoder:
     def __exit__(self, *exc):
         self._open = False
 
+    def _check_open(self) -> None:
+        if not self._open:
+            raise RuntimeError("use the stream inside a `with` block")
+
+    def _tokens(self, tokens) -> torch.Tensor:
+        """Pushed tokens [B, K, t], checked (or clamped), counted."""
+        self._check_open()
+        tokens = _token_chunk(tokens, self.batch_size, self.codec)
+        tokens, _, _ = self.codec._check_codes(tokens, self.clamp)
+        self.frames += tokens.shape[-1]
+        return tokens
+
+
+class WindowedStreamDecoder(_TokenStream):
+    """Tokens in, audio out for a non-causal codec whose windows decode exactly
+    (Codec.stream_exact): each push returns the audio of the frames that now have `lookahead`
+    frames after them, decoded in one window with `left` frames of context before (starts
+    aligned to `window_align` frames); flush() returns the rest. Every sample comes out once,
+    equal to the offline decode of the whole sequence. Latency: `lookahead` frames. `window`
+    (left, lookahead) replaces the codec's; shorter than its own, the audio is no longer
+    exactly the offline decode (the codec's page gives the deviation)."""
+
+    def __init__(self, codec, batch_size: int = 1, clamp: bool = False,
+                 window: tuple[int, int] | None = None):
+        super().__init__(codec, batch_size, clamp)
+        self.left, _, self.lookahead = codec.stream_window
+        if window is not None:
+            if (not isinstance(window, tuple | list) or len(window) != 2
+                    or not all(isinstance(w, int) and w >= 0 for w in window)):
+                raise ValueError(f"window must be (left, lookahead) frames >= 0, got {window!r}")
+            self.left, self.lookahead = window
+        self.align = codec.window_align
+        self.history = torch.zeros(batch_size, codec.num_codebooks, 0, dtype=torch.long)
+        self.start = 0  # the stream frame history[..., 0] is
+        self.emitted = 0
+
     def push(self, tokens) -> torch.Tensor:
         """Audio float32 [B, 1, samples_per_frame * e] for tokens [B, K, t]: the e frames that
         became ready (0 until `lookahead` frames follow the first)."""
-        if not self._open:
-            raise RuntimeError("use the stream inside a `with` block")
-        tokens = _token_chunk(tokens, self.batch_size, self.codec)
-        tokens, _, _ = self.codec._check_codes(tokens, self.clamp)
-        self.history = torch.cat([self.history, tokens.cpu()], -1)
-        self.frames += tokens.shape[-1]
+        self.history = torch.cat([self.history, self._tokens(tokens).cpu()], -1)
         ready = self.frames - self.lookahead - self.emitted
         return self._emit(ready - ready % self.align if ready > 0 else 0)
 
     def flush(self) -> torch.Tensor:
         """The audio of the frames still held back (the last `lookahead`)."""
-        if not self._open:
-            raise RuntimeError("use the stream inside a `with` block")
+        self._check_open()
         return self._emit(self.frames - self.emitted)
 
     def _emit(self, count: int) -> torch.Tensor:
@@ -140,40 +157,30 @@ class WindowedStreamDecoder:
         return keep
 
 
-class StepStreamDecoder:
+class StepStreamDecoder(_TokenStream):
     """Tokens in, audio out through a codec's own stateful decoder stream (`make()` returns an
     object with push(tokens [B, K, t]) -> audio [B, 1, n] and finish() -> the rest): each frame
     decoded once, the audio out as soon as it is final (any number of samples a push), the
     whole equal to the offline decode."""
 
     def __init__(self, codec, make, batch_size: int = 1, clamp: bool = False):
-        if not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self.codec, self.batch_size, self.clamp, self.make = codec, batch_size, clamp, make
+        super().__init__(codec, batch_size, clamp)
+        self.make = make
         self.inner = None
-        self.frames = 0
 
     def __enter__(self):
         self.inner = self.make()
-        return self
-
-    def __exit__(self, *exc):
-        self.inner = None
+        return super().__enter__()
 
     def push(self, tokens) -> torch.Tensor:
         """Audio float32 [B, 1, n] for tokens [B, K, t]: the samples these frames make final."""
-        if self.inner is None:
-            raise RuntimeError("use the stream inside a `with` block")
-        tokens = _token_chunk(tokens, self.batch_size, self.codec)
-        tokens, _, _ = self.codec._check_codes(tokens, self.clamp)
-        self.frames += tokens.shape[-1]
+        tokens = self._tokens(tokens)
         with torch.inference_mode():
             return self.inner.push(tokens.to(self.codec.device)).float().cpu()
 
     def flush(self) -> torch.Tensor:
         """The rest of the audio (the stream's end); the stream is done after it."""
-        if self.inner is None:
-            raise RuntimeError("use the stream inside a `with` block")
+        self._check_open()
         with torch.inference_mode():
             out = self.inner.finish().float().cpu()
         return out if out.shape[0] == self.batch_size else out.expand(self.batch_size, 1, -1)

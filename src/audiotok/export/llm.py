@@ -248,8 +248,8 @@ class IdReader:
     tokens [K, t], for a scheme whose frames follow one another (`ids_per_frame`): an Orpheus
     server's audio stage. The scheme's `skip_ids` (start of speech) are passed over and its
     `end_ids` (end of speech) end the input; any other id outside the speech range is refused.
-    `finish()` returns how many ids of an incomplete last frame were dropped (the language
-    models' own offline parsers drop them too)."""
+    `finish()` drops the ids of an incomplete last frame (the language models' own offline
+    parsers drop them too) and says how many (also `dropped`)."""
 
     MAX_PENDING_TEXT = 256  # characters of an unfinished token held back
 
@@ -264,6 +264,7 @@ class IdReader:
         self.text = ""  # text after the last complete token
         self.ended = False
         self.ids_read = 0  # speech ids so far (markers not counted)
+        self.dropped = 0  # ids of an incomplete last frame, dropped at the end
 
     def feed_ids(self, ids) -> np.ndarray:
         """Tokens [K, t] of the frames these ids complete (t may be 0)."""
@@ -305,8 +306,8 @@ class IdReader:
         how many); text that is not a whole token is an error."""
         if self.text.strip():
             raise TokenIdError(f"the text ends with {self.text[:30]!r}, not a whole token")
-        dropped, self.pending, self.ended = self.pending.size, self.pending[:0], True
-        return dropped
+        self.dropped, self.pending, self.ended = self.pending.size, self.pending[:0], True
+        return self.dropped
 
 
 def scheme_names() -> list[str]:

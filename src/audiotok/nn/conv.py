@@ -117,12 +117,8 @@ class CausalConvTranspose1d(StreamingModule):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.stream is not None:
             return self._forward_streaming(x)
-        if channels_last_fits(x, self.conv.weight):
-            c = self.conv
-            y = F.conv_transpose2d(channels_last(x), channels_last(c.weight), c.bias,
-                                   stride=(1, self.stride), groups=c.groups).squeeze(2)
-        else:
-            y = self.conv(x)
+        c = self.conv
+        y = conv_transpose1d_padded(x, c.weight, c.bias, self.stride, groups=c.groups)
         return y[..., : y.shape[-1] - self.trim] if self.trim else y
 
     def initial_state(self, batch: int, device: torch.device) -> dict:
@@ -284,21 +280,13 @@ def _dilated_depthwise_nwc(x: torch.Tensor, weight: torch.Tensor, bias: torch.Te
         x = channels_last(x).squeeze(2)
     rest = -n % d
     if rest:  # zeros past the end, as the convolution's own padding would read them
-        x = _pad_end(x, rest)
+        x = cat_time(x, x.new_zeros(b, rest, c).transpose(1, 2))  # (channels-last zeros)
     phases = x.transpose(1, 2).reshape(b, (n + rest) // d, d * c).transpose(1, 2)
     w = derived(weight, f"phases {d}", lambda w: w.repeat(d, 1, 1))
     bw = None if bias is None else derived(bias, f"phases {d}", lambda v: v.repeat(d))
     y = conv2d_nwc(phases, w, bw, 1, padding // d, 1, d * c)  # [B, d C, steps per phase]
     out = n + 2 * padding - (weight.shape[-1] - 1) * d
     return y.transpose(1, 2).reshape(b, y.shape[-1] * d, c)[:, :out].transpose(1, 2)
-
-
-def _pad_end(x: torch.Tensor, count: int) -> torch.Tensor:
-    """x [B, C, T] channels-last with `count` zero steps appended (still channels-last)."""
-    b, c, n = x.shape
-    out = x.new_zeros(b, n + count, c).transpose(1, 2)
-    out[..., :n] = x
-    return out
 
 
 def conv_transpose1d_padded(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,

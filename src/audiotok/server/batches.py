@@ -285,13 +285,14 @@ class StatefulDecode:
         """A stream's first audio waits until a frame's worth is final (samples_per_frame), so
         that a player starting at the first audio has that much in hand while the next frame's
         codes come (its first samples alone would be a few ms ahead of the next ones)."""
-        if s.samples_out or s.ended and s.first_audio is None:
+        if s.samples_out:
             return audio
-        s.first_audio = audio if s.first_audio is None else np.concatenate([s.first_audio, audio])
-        if s.first_audio.size < self.codec.samples_per_frame and not s.ended:
+        held = audio if s.first_audio is None else np.concatenate([s.first_audio, audio])
+        if held.size < self.codec.samples_per_frame and not s.ended:
+            s.first_audio = held
             return audio[:0]
-        audio, s.first_audio = s.first_audio, np.zeros(0, np.float32)
-        return audio
+        s.first_audio = None
+        return held
 
 
 def run_offline(codec, kind: str, payloads: list) -> list[np.ndarray]:

@@ -110,14 +110,14 @@ async def _session(ws, state, kind: str) -> None:
                 await state.get_engine()
             except Exception as e:  # noqa: BLE001 - HTTPError of the app: loading failed
                 raise Close(1011, str(e)) from None
-        stream, ready, read_input, write_output, totals = _open(state, kind, start)
+        stream, ready, read_input, write_output, summary = _open(state, kind, start)
         await ws.send_text(json.dumps(ready))
         state.websockets += 1
         try:
             await _pump(ws, state, stream, read_input, write_output)
         finally:
             state.websockets -= 1
-        await ws.send_text(json.dumps({"type": "done", **_totals(stream), **totals}))
+        await ws.send_text(json.dumps({"type": "done", **_totals(stream), **summary()}))
         await ws.close(1000)
     except Exception as e:  # noqa: BLE001 - every failure closes this socket only
         if stream is not None:
@@ -152,13 +152,12 @@ def _open(state, kind: str, start: dict):
         clamp = start.get("clamp", False)
         if not isinstance(clamp, bool):
             raise Close(1007, "clamp must be true or false")
-        totals: dict = {}
-        ids = _id_reader(start, codec, totals)
+        ids = _id_reader(start, codec)
         stream = engine.open_decode_stream(name, clamp=clamp)
 
         def read_input(data):
             if ids is not None:
-                return _read_ids(data, ids, stream, totals)
+                return _read_ids(data, ids, stream)
             if isinstance(data, bytes):
                 stream.push(tokens_from_binary(data, codec.num_codebooks))
                 return True
@@ -174,7 +173,8 @@ def _open(state, kind: str, start: dict):
         facts.update(stream=stream.id, decode=engine.models[name].runners["decode"].mode)
         if ids is not None:
             facts["ids"] = ids.scheme.describe()
-        return stream, facts, read_input, write_output, totals
+        return stream, facts, read_input, write_output, (
+            dict if ids is None else lambda: {"dropped_ids": ids.dropped})
     rate = start.get("sample_rate", codec.sample_rate)
     if not isinstance(rate, int) or not 1000 <= rate <= 384000:
         raise Close(1007, f"sample_rate must be an integer in 1000..384000, got {rate!r}")
@@ -208,10 +208,10 @@ def _open(state, kind: str, start: dict):
             await ws.send_text(json.dumps({"type": "tokens", "tokens": tokens.tolist()}))
 
     facts.update(stream=stream.id, input_sample_rate=rate, token_format=token_format)
-    return stream, facts, read_input, write_output, {}
+    return stream, facts, read_input, write_output, dict
 
 
-def _id_reader(start: dict, codec, totals: dict) -> IdReader | None:
+def _id_reader(start: dict, codec) -> IdReader | None:
     """The start message's "ids" scheme as an IdReader (None: tokens come as tokens)."""
     name = start.get("ids")
     if name is None:
@@ -227,11 +227,10 @@ def _id_reader(start: dict, codec, totals: dict) -> IdReader | None:
         reader = IdReader(scheme)
     except TokenIdError as e:
         raise Close(1007, str(e)) from None
-    totals["dropped_ids"] = 0
     return reader
 
 
-def _read_ids(data, reader: IdReader, stream, totals: dict) -> bool:
+def _read_ids(data, reader: IdReader, stream) -> bool:
     """Feed one ids message to the reader and its whole frames to the stream; False at the end
     of input (an "end" message or the scheme's end of speech)."""
     if isinstance(data, bytes):
@@ -239,7 +238,7 @@ def _read_ids(data, reader: IdReader, stream, totals: dict) -> bool:
     else:
         doc = _json(data, ("ids", "text", "end"))
         if doc["type"] == "end":
-            totals["dropped_ids"] = reader.finish()
+            reader.finish()
             return False
         if doc["type"] == "ids":
             tokens = reader.feed_ids(ids_from_json(doc.get("ids")))
@@ -248,7 +247,7 @@ def _read_ids(data, reader: IdReader, stream, totals: dict) -> bool:
     if tokens.shape[1]:
         stream.push(tokens)
     if reader.ended:
-        totals["dropped_ids"] = reader.finish()
+        reader.finish()
         return False
     return True
 
