@@ -71,7 +71,7 @@ def main() -> None:
         med = {k: statistics.median(ms[k] for ms, _ in results) for k in keys}
         rss = max(mb for _, mb in results)
         summary[name] = {"ms": med, "peak_rss_mb": rss}
-        cells = ", ".join(f"{k.replace('engine_', '')} streams {v:.1f} ms "
+        cells = ", ".join(f"{k.replace('engine_', '')} (streams x frames) {v:.1f} ms "
                           f"({v / med['offline']:.2f}x)" for k, v in med.items()
                           if k != "offline")
         print(f"{name}: offline {med['offline']:.1f} ms/frame, {cells}, peak RSS {rss:.0f} MB")

@@ -1,12 +1,16 @@
 """Serving engine, per-step efficiency: the cost of a stream's frame in an engine step next to
-offline decode's cost per frame, on the full-size S2 Pro configuration (random weights).
+offline decode's cost per frame, on the full-size S2 Pro configuration (random weights) or any
+model given with --model.
 
     python benchmarks/serve_engine.py --threads 2 --dtypes float32,bfloat16 --streams 1,4,8
+    python benchmarks/serve_engine.py --model <snac folder> --dtypes float32 --push 1,2,4
 
 For each dtype, in interleaved rounds (so machine noise hits every configuration alike):
 offline decode of --frames frames (ms per frame), and engine steps where N streams each push
-one frame (ms per stream-frame). Prints the medians and their ratios to offline. With
---breakdown, also where one stream's 1-frame push goes (median ms per stage, forward hooks).
+F frames (ms per stream-frame), for every N in --streams and F in --push. Prints the medians and
+their ratios to offline; a frame period over a cost is how many real-time streams that step
+shape can carry on these cores. With --breakdown (S2), also where one stream's 1-frame push
+goes (median ms per stage, forward hooks).
 """
 
 from __future__ import annotations
@@ -36,26 +40,28 @@ def offline_ms_per_frame(codec, frames: int) -> float:
     return (time.perf_counter() - t) * 1e3 / frames
 
 
-def engine_ms_per_stream_frame(codec, streams: int, steps: int, warmup: int = 3) -> float:
-    """Median over `steps` engine steps of N streams pushing one frame each."""
-    engine = Engine({"m": codec}, EngineSettings(max_streams=streams, max_batch=streams),
-                    start=False)
+def engine_ms_per_stream_frame(codec, streams: int, steps: int, push: int = 1,
+                               warmup: int = 6) -> float:
+    """Median over `steps` engine steps of N streams pushing `push` frames each (after
+    `warmup` steps, past a stateful stream's start)."""
+    engine = Engine({"m": codec}, EngineSettings(max_streams=streams, max_batch=streams,
+                                                 max_step_frames=push), start=False)
     opened = [engine.open_decode_stream("m") for _ in range(streams)]
-    tokens = [tokens_for(codec, warmup + steps, i + 1) for i in range(streams)]
+    tokens = [tokens_for(codec, (warmup + steps) * push, i + 1) for i in range(streams)]
     times = []
     for f in range(warmup + steps):
         for s, tok in zip(opened, tokens, strict=True):
-            s.push(tok[:, f: f + 1])
+            s.push(tok[:, f * push: (f + 1) * push])
         t = time.perf_counter()
         engine.step()
         if f >= warmup:
             times.append(time.perf_counter() - t)
         for s in opened:
-            s.read()
+            s.available()
     for s in opened:
         s.abort()
     engine.close()
-    return statistics.median(times) * 1e3 / streams
+    return statistics.median(times) * 1e3 / streams / push
 
 
 def push_breakdown(codec, steps: int, warmup: int = 3) -> dict[str, float]:
@@ -86,7 +92,8 @@ def push_breakdown(codec, steps: int, warmup: int = 3) -> dict[str, float]:
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--dtypes", default="float32,bfloat16")
-    p.add_argument("--streams", default="1,4,8", help="concurrent 1-frame streams per step")
+    p.add_argument("--streams", default="1,4,8", help="concurrent streams per step")
+    p.add_argument("--push", default="1", help="frames each stream pushes per step")
     p.add_argument("--frames", type=int, default=64, help="offline decode length")
     p.add_argument("--steps", type=int, default=8, help="timed engine steps per round")
     p.add_argument("--model", help="S2 checkpoint (default: random full-size weights)")
@@ -98,23 +105,27 @@ def main() -> None:
 
         args.model = str(weights("s2", args.workdir))
     streams = [int(n) for n in args.streams.split(",")]
+    shapes = [(n, int(f)) for n in streams for f in args.push.split(",")]
     results = {}
     for dtype in args.dtypes.split(","):
         codec = audiotok.load(args.model, dtype=getattr(torch, dtype))
-        rounds: dict[str, list[float]] = {"offline": [], **{f"engine_{n}": [] for n in streams}}
+        rounds: dict[str, list[float]] = {"offline": [],
+                                          **{f"engine_{n}x{f}": [] for n, f in shapes}}
         offline_ms_per_frame(codec, args.frames)  # warm-up
         for _ in range(args.repeats):
             rounds["offline"].append(offline_ms_per_frame(codec, args.frames))
-            for n in streams:
-                rounds[f"engine_{n}"].append(engine_ms_per_stream_frame(codec, n, args.steps))
+            for n, f in shapes:
+                rounds[f"engine_{n}x{f}"].append(
+                    engine_ms_per_stream_frame(codec, n, args.steps, f))
         med = {k: statistics.median(v) for k, v in rounds.items()}
         results[dtype] = {"ms": med, "ratio_to_offline":
                           {k: v / med["offline"] for k, v in med.items()}, "rounds": rounds}
         print(f"{dtype}: offline decode {med['offline']:.1f} ms/frame")
-        for n in streams:
-            m = med[f"engine_{n}"]
-            print(f"  {n:3d} streams x 1-frame pushes: {m:.1f} ms per stream-frame "
-                  f"({m / med['offline']:.2f}x offline)")
+        period = 1e3 * codec.samples_per_frame / codec.sample_rate
+        for n, f in shapes:
+            m = med[f"engine_{n}x{f}"]
+            print(f"  {n:3d} streams x {f}-frame pushes: {m:.1f} ms per stream-frame "
+                  f"({m / med['offline']:.2f}x offline; {period / m:.1f} real-time streams)")
         if args.breakdown:
             parts = push_breakdown(codec, args.steps * args.repeats)
             results[dtype]["push_breakdown_ms"] = parts

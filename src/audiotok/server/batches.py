@@ -24,6 +24,12 @@ from .slots import GraphedSteps, SlotTable, bucket_sizes
 from .streams import DecodeStream, EncodeStream
 
 
+def step_frames(waiting: list[int], limit: int) -> int:
+    """Frames per row for a step whose streams have `waiting` frames each: their lower median,
+    1 to `limit`."""
+    return max(1, min(limit, sorted(waiting)[(len(waiting) - 1) // 2]))
+
+
 class _Slotted:
     """A causal codec's streams of one kind in batch slots (SlotTable over the model's
     `stream_roots(kind)`)."""
@@ -71,10 +77,6 @@ class _Slotted:
         """Run `frames` frames of silence on `slots` (Engine.start_warmup)."""
         self.run([SimpleNamespace(slot=s) for s in slots], [self._silence(frames)] * len(slots))
 
-    def step_frames(self, waiting: list[int]) -> int:
-        """Frames per row for a step whose streams have `waiting` frames each."""
-        return max(1, min(self.max_frames, sorted(waiting)[(len(waiting) - 1) // 2]))
-
 
 class CausalDecode(_Slotted):
     """A causal codec's decode streams in batch slots: every frame decoded once, exactly."""
@@ -86,7 +88,7 @@ class CausalDecode(_Slotted):
         return s.held > 0
 
     def gather(self, streams: list[DecodeStream]) -> list[torch.Tensor]:
-        n = self.step_frames([s.held for s in streams])
+        n = step_frames([s.held for s in streams], self.max_frames)
         return [s.take(min(s.held, n)) for s in streams]
 
     def _silence(self, frames: int) -> torch.Tensor:
@@ -117,7 +119,7 @@ class CausalEncode(_Slotted):
         return s.frames_ready() > 0 or (s.state == "finishing" and s.held > 0)
 
     def gather(self, streams: list[EncodeStream]) -> list[np.ndarray]:
-        n = self.step_frames([max(1, s.frames_ready()) for s in streams])
+        n = step_frames([max(1, s.frames_ready()) for s in streams], self.max_frames)
         return [self._take(s, n) for s in streams]
 
     def _take(self, s: EncodeStream, limit: int) -> np.ndarray:
@@ -233,10 +235,13 @@ class StatefulDecode:
         self.max_frames = max_frames
 
     def warm_shapes(self, rows: int) -> list[tuple[int, int]]:
-        return [(b, 1) for b in range(1, rows + 1)]
+        """Every batch size at one frame and every frame count at one stream."""
+        return ([(b, 1) for b in range(1, rows + 1)]
+                + [(1, f) for f in range(2, self.max_frames + 1)])
 
     def warm(self, slots: list, frames: int) -> None:
-        """Streams of silence on `len(slots)` rows, past the start (Engine.start_warmup)."""
+        """Streams of silence on `len(slots)` rows (slots: None each, this runner has no batch
+        slots), past their start (Engine.start_warmup)."""
         streams = [self.codec.decoder_stream() for _ in slots]
         tokens = torch.zeros(len(slots), self.codec.num_codebooks, frames, dtype=torch.long)
         with torch.inference_mode():
@@ -248,10 +253,12 @@ class StatefulDecode:
         return s.held > 0 or (s.state == "finishing" and not s.ended)
 
     def gather(self, streams: list[DecodeStream]) -> list[torch.Tensor | None]:
-        """The frames each stream runs (None: its end): all it has waiting, up to max_frames
-        (a stream behind catches up in bigger pushes, which cost less per frame); streams that
-        run as many frames, with matching states, form one batch (run)."""
-        return [s.take(min(s.held, self.max_frames)) if s.held else None for s in streams]
+        """The frames each stream runs (None: its end): the lower median of their waiting
+        frames (at most max_frames), or fewer if a stream has fewer; streams that run as many
+        frames, with matching states, form one batch (run), so that a step is one or two calls
+        rather than one per push size."""
+        n = step_frames([s.held for s in streams], self.max_frames)
+        return [s.take(min(s.held, n)) if s.held else None for s in streams]
 
     def run(self, streams: list[DecodeStream], work: list) -> list[np.ndarray]:
         """Every stream's step on new decoder states, which replace the streams' only once all

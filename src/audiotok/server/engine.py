@@ -339,11 +339,15 @@ class Engine:
             self._warm_held[task.model, task.kind] = len(slots)
         start = time.perf_counter()
         try:
-            if table is None or slots:
+            if table is None:  # a runner without slots warms as many rows
+                runner.warm([None] * task.streams, task.frames)
+            elif slots:
                 runner.warm(slots, task.frames)
         except Exception:  # noqa: BLE001 - a shape that fails here fails for its stream later
             log.exception("audiotok engine: warming %s %s (%d x %d) failed", task.model,
                           task.kind, task.streams, task.frames)
+            with self.cond:
+                self.stats.errors["WarmupError"] += 1
         finally:
             with self.cond:
                 for slot in slots:

@@ -105,7 +105,8 @@ class _Collector:
         for model, v in audio.items():
             c.add_metric([model], v)
         yield c
-        c = CounterMetricFamily("audiotok_errors", "Failed streams and requests by error.",
+        c = CounterMetricFamily("audiotok_errors",
+                                "Failed streams, requests and warm-up shapes by error.",
                                 labels=["kind"])
         for kind, n in errors.items():
             c.add_metric([kind], n)

@@ -216,3 +216,29 @@ def test_stateful_stream_state_stays_bounded(snac_codecs):
             sizes.append(held(stream))
     assert stream.samples > 0
     assert len(set(sizes[40::codec.window_align])) == 1  # steady: the same at each window phase
+
+
+def test_stateful_runner_warms_every_shape_and_pushes_the_median(snac_codecs):
+    """The warm-up runs each planned shape (every batch size at one frame, every frame count at
+    one stream) on rows without batch slots; a step pushes the lower median of the streams'
+    waiting frames, so that its streams form one or two batches rather than one per size."""
+    from types import SimpleNamespace
+
+    codec = snac_codecs["tiny"]
+    engine = Engine({"snac": codec}, EngineSettings(max_streams=8, max_batch=4,
+                                                    max_step_frames=3), start=False)
+    engine.warmup()
+    status = engine.warmup_status()["snac"]
+    assert status["complete"] and status["done"] == status["shapes"] == 4 + 2
+    assert not engine.stats.errors
+    runner = engine.models["snac"].runners["decode"]
+
+    def waiting(n):
+        s = SimpleNamespace(held=n)
+        s.take = lambda k: torch.zeros(7, k, dtype=torch.long)
+        return s
+
+    work = runner.gather([waiting(n) for n in (5, 1, 2, 4, 0)])
+    assert [None if w is None else w.shape[1] for w in work] == [2, 1, 2, 2, None]
+    work = runner.gather([waiting(n) for n in (9, 8, 7)])
+    assert [w.shape[1] for w in work] == [3, 3, 3]  # at most max_step_frames
