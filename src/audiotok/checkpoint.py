@@ -21,6 +21,15 @@ _WN_SPELLINGS = (
 
 def read_torch(path: Path) -> dict[str, torch.Tensor]:
     """Tensors of a torch checkpoint (`torch.load(weights_only=True)`), unwrapping `state_dict`."""
+    obj = read_torch_object(path)
+    if isinstance(obj.get("state_dict"), Mapping):
+        obj = obj["state_dict"]
+    return {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+
+
+def read_torch_object(path: Path) -> Mapping:
+    """The dict a torch checkpoint holds (`torch.load(weights_only=True)`: tensors and plain
+    values, e.g. a state_dict beside metadata)."""
     try:
         obj = torch.load(path, map_location="cpu", weights_only=True, mmap=_is_zip(path))
     except (RuntimeError, EOFError, ValueError, OSError, zipfile.BadZipFile) as e:
@@ -28,11 +37,9 @@ def read_torch(path: Path) -> dict[str, torch.Tensor]:
                               "the file is truncated, corrupt or not a checkpoint") from None
     except Exception as e:  # pickle errors of every kind, rejected unsafe globals
         raise CheckpointError(f"{path}: not a plain tensor checkpoint ({_first_line(e)})") from None
-    if isinstance(obj, Mapping) and isinstance(obj.get("state_dict"), Mapping):
-        obj = obj["state_dict"]
     if not isinstance(obj, Mapping):
         raise CheckpointError(f"{path}: expected a dict of tensors, got {type(obj).__name__}")
-    return {k: v for k, v in obj.items() if isinstance(v, torch.Tensor)}
+    return obj
 
 
 def read_safetensors(path: Path) -> dict[str, torch.Tensor]:

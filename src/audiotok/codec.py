@@ -252,6 +252,14 @@ class Codec(FrameMath):
         return out
 
     @property
+    def min_lookahead(self) -> int:
+        """Frames a decoding window must reach past the audio it keeps: 1 for a codec whose
+        decode of T frames is shorter than T whole frames (the last frame's end needs the next
+        frame; DAC at 24/16 kHz), else 0."""
+        one = int(self.audio_lengths(torch.tensor([1]))[0])
+        return int(one < self.samples_per_frame)
+
+    @property
     def decode_codebooks(self) -> range:
         """How many codebook rows decode() takes (the first k of the codec's codebooks):
         exactly num_codebooks unless the codec decodes any leading subset."""
@@ -335,6 +343,12 @@ class Codec(FrameMath):
         config = {"codec": self.name, "format_version": 1, **self.config.to_dict()}
         with atomic_output(d / "config.json") as tmp:
             tmp.write_text(json.dumps(config, indent=1) + "\n")
+
+
+def by_length(lengths: list[int]) -> list[tuple[int, list[int]]]:
+    """(length, indices of the items of that length) for each distinct length: a non-causal
+    codec runs each as its own batch (padding would reach the shorter items' output)."""
+    return [(n, [i for i, f in enumerate(lengths) if f == n]) for n in sorted(set(lengths))]
 
 
 def _as_token_tensor(x, expected: str = "an integer array or Codes") -> torch.Tensor:

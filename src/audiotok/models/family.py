@@ -60,7 +60,8 @@ class Family:
     exporters: further formats. llm_schemes: scheme name -> "module:Class" of a token-id scheme
     (see export/llm.py) for the language models that use this codec. options: the keyword
     options its codec takes at load (`audiotok.load(name, codebooks=8)`); the command line
-    offers every family's as --<option>."""
+    offers every family's as --<option>. detect_last: its detect() claims broadly (any file of
+    a suffix), so every other family is asked first."""
 
     name: str
     title: str
@@ -73,6 +74,8 @@ class Family:
     exporters: Mapping[str, Exporter] = field(default_factory=dict)
     llm_schemes: Mapping[str, str] = field(default_factory=dict)
     options: Mapping[str, LoadOption] = field(default_factory=dict)
+    # detect claims files broadly (e.g. any .pth): asked only once no other family claims one
+    detect_last: bool = False
 
     def resolve(self, ref: str):
         """The object a "module:attr" reference (relative to the family's package) names."""

@@ -14,6 +14,7 @@ FOLDERS = (
     "xcodec2",
     "mimi",
     "snac",
+    "dac",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 
@@ -36,12 +37,12 @@ def family(name: str) -> Family:
 def detect_family(path: Path) -> Family:
     """Which family a local checkpoint file or folder holds: the codec its config.json names
     (audiotok's own `"codec"` key, as save_pretrained writes it), else the first family whose
-    detect() claims it."""
+    detect() claims it (those that claim broadly, detect_last, after the others)."""
     checkpoint = Checkpoint(path)
     named = checkpoint.config.get("codec")
     if isinstance(named, str) and named in FAMILIES:
         return FAMILIES[named]
-    for f in FAMILIES.values():
+    for f in sorted(FAMILIES.values(), key=lambda f: f.detect_last):
         if f.detect(checkpoint):
             return f
     raise CheckpointError(

@@ -55,10 +55,12 @@ class ResidualVQ(nn.Module):
             VectorQuantize(input_dim, codebook_size, codebook_dim) for _ in range(n_codebooks)
         )
 
-    def encode(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """(codes [B, N, T], sum of quantised outputs [B, C, T])."""
+    def encode(self, x: torch.Tensor, levels: int | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(codes [B, n, T], sum of quantised outputs [B, C, T]) of the first `levels`
+        quantizers (default all: n = N)."""
         residual, z_q, codes = x, 0.0, []
-        for q in self.quantizers:
+        for q in self.quantizers[:levels]:
             indices, z_q_i = q.encode(residual)
             codes.append(indices)
             z_q = z_q + z_q_i
@@ -66,7 +68,8 @@ class ResidualVQ(nn.Module):
         return torch.stack(codes, dim=1), z_q
 
     def decode(self, codes: torch.Tensor) -> torch.Tensor:
+        """Sum of the first k quantizers' outputs for codes [B, k, T], k <= N."""
         z_q = 0.0
-        for i, q in enumerate(self.quantizers):
-            z_q = z_q + q.decode(codes[:, i])
+        for i in range(codes.shape[1]):
+            z_q = z_q + self.quantizers[i].decode(codes[:, i])
         return z_q

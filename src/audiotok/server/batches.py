@@ -160,6 +160,10 @@ class WindowedDecode:
     mode = "windowed"
 
     def __init__(self, codec, window: WindowSettings):
+        if window.lookahead < codec.min_lookahead:
+            raise ValueError(f"{codec.title} needs a window lookahead of at least "
+                             f"{codec.min_lookahead} frame (a frame's last samples depend on "
+                             f"the next), got {window.lookahead}")
         self.codec = codec
         self.window = window
 
@@ -214,7 +218,9 @@ class WindowedDecode:
         # each window's place in its stream: a codec's output may depend on it (seeded noise)
         audio = codec.decode(codes, frame_offsets=[start for *_, start in work]).numpy()
         spf = codec.samples_per_frame
-        return [audio[i, 0, offset * spf : (offset + emit) * spf]
+        # a window's audio ends where its decode does (short of whole frames for some codecs)
+        ends = codec.audio_lengths(torch.tensor(lengths)).tolist()
+        return [audio[i, 0, offset * spf : min((offset + emit) * spf, ends[i])]
                 for i, (_, offset, emit, _) in enumerate(work)]
 
 

@@ -192,7 +192,6 @@ def test_stateful_stream_ends_once(snac_codecs):
 
 def test_stateful_stream_state_stays_bounded(snac_codecs):
     """However long the stream, each layer holds the same amount once the audio has started."""
-    from audiotok.models.snac.stream import DecoderStream
 
     def held(stream):
         total, todo = 0, [stream.chain]
@@ -207,7 +206,7 @@ def test_stateful_stream_state_stays_bounded(snac_codecs):
         return total
 
     codec = snac_codecs["tiny_blocks"]
-    stream = DecoderStream(codec.model, codec.window_align)
+    stream = codec.decoder_stream()
     tokens = torch.randint(0, 64, (1, 7, 120), generator=torch.Generator().manual_seed(9))
     sizes = []
     with torch.inference_mode():

@@ -20,6 +20,7 @@ FAMILY = Family(
     licence="Fish Audio Research License (non-commercial use only; "
             "https://huggingface.co/fishaudio/s2-pro/blob/main/LICENSE.md)",
     codec=".codec:S2Codec",
+    detect_last=True,  # any .pth/.ckpt/.pt file
     package=__name__,
     presets=(Preset("s2-pro", "fishaudio/s2-pro", ("codec.pth",)),),
     detect=_detect,

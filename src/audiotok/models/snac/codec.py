@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 from ...audio import AudioItem
 from ...checkpoint import build_model
-from ...codec import Codec, _as_token_tensor
+from ...codec import Codec, _as_token_tensor, by_length
 from ...codes import Codes
 from ...errors import AudiotokError, CodesError
 from . import FAMILY
@@ -63,9 +63,9 @@ class SnacCodec(Codec):
     def decoder_stream(self):
         """The stateful stream (models/snac/stream.py): every frame decoded once, audio out as
         soon as it is final, 4757 samples (2.3 frames) behind the codes at 24 kHz."""
-        from .stream import DecoderStream
+        from .stream import decoder_stream
 
-        return DecoderStream(self.model, self.window_align)
+        return decoder_stream(self.model, self.window_align)
 
     @property
     def noise(self) -> str:
@@ -142,8 +142,3 @@ class SnacCodec(Codec):
             audio = self._run("decode", self.model.decode, x, offsets)
             out[group, :, : n * spf] = audio[..., : n * spf].to(out.dtype)
         return out
-
-
-def by_length(frames: list[int]) -> list[tuple[int, list[int]]]:
-    """(length, indices of the items of that length) for each distinct length."""
-    return [(n, [i for i, f in enumerate(frames) if f == n]) for n in sorted(set(frames))]

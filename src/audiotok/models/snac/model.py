@@ -19,39 +19,9 @@ from torch import nn
 
 from ...nn.activations import Snake1d
 from ...nn.conv import Conv1d, ConvTranspose1d
+from ...nn.snake_blocks import EncoderBlock, residual_units
 from .config import SnacConfig
 from .noise import NOISE_MODES, position_normal
-
-
-class ResidualUnit(nn.Module):
-    """x + conv1x1(Snake(conv_k7,dilated(Snake(x)))), the k7 convolution depthwise."""
-
-    def __init__(self, dim: int, dilation: int, groups: int):
-        super().__init__()
-        self.block = nn.Sequential(
-            Snake1d(dim),
-            Conv1d(dim, dim, 7, dilation=dilation, padding=3 * dilation, groups=groups),
-            Snake1d(dim),
-            Conv1d(dim, dim, 1),
-        )
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.block(x)
-
-
-def residual_units(dim: int, groups: int) -> list[nn.Module]:
-    return [ResidualUnit(dim, d, groups) for d in (1, 3, 9)]
-
-
-class EncoderBlock(nn.Module):
-    def __init__(self, dim: int, stride: int, groups: int):
-        super().__init__()
-        self.block = nn.Sequential(
-            *residual_units(dim, groups), Snake1d(dim),
-            Conv1d(dim, 2 * dim, 2 * stride, stride=stride, padding=math.ceil(stride / 2)))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.block(x)
 
 
 class NoiseBlock(nn.Module):

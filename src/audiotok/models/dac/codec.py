@@ -1,0 +1,135 @@
+"""DacCodec: DAC behind the common Codec API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from ...audio import AudioItem
+from ...checkpoint import build_model
+from ...codec import Codec, by_length
+from ...errors import AudioError, AudiotokError
+from . import FAMILY
+from .config import DacConfig
+from .model import DacModel, DecoderBlock
+from .weights import checkpoint_file, load_checkpoint
+
+# How an input that is not whole frames is encoded: "frame" zero-pads it to whole frames (the
+# dac package's DAC.preprocess, Dia, Parler-TTS); "layer" does not pad (transformers' DacModel
+# called without its feature extractor): the strided convolutions drop a partial last frame.
+PADDINGS = ("frame", "layer")
+
+
+class DacCodec(Codec):
+    """DAC: mono audio <-> 9 (44.1 kHz), 32 (24 kHz) or 12 (16 kHz) codebooks of 1024.
+
+    codebooks: how many codebooks encode() gives (the first n, default all); decode() takes any
+    leading 1..all. padding: "frame" (default) or "layer" (PADDINGS). Not causal: a padded
+    batch is encoded and decoded per length, so every item gets what it gets alone. Decoding T
+    frames gives config.decoded_samples(T) samples: T * 512 at 44.1 kHz, T * 320 - 8 at 24 and
+    16 kHz (their stride-5 transposed convolutions lose a sample each), as the references."""
+
+    family = FAMILY
+    stream_stateful = True  # decoder_stream(): the default of stream_decoder and the engine
+    stream_exact = True  # windows of 10 frames' context each side equal the offline decode
+    stream_window = (10, 10, 10)  # (left, chunk, lookahead) frames
+
+    def __init__(self, model: DacModel, *, codebooks: int | None = None,
+                 padding: str = "frame", **kw):
+        super().__init__(model, model.config, **kw)
+        cfg = model.config
+        if codebooks is None:
+            codebooks = cfg.n_codebooks
+        if not isinstance(codebooks, int) or isinstance(codebooks, bool) or \
+                not 1 <= codebooks <= cfg.n_codebooks:
+            raise AudiotokError(f"codebooks must be 1..{cfg.n_codebooks}, got {codebooks!r}")
+        if padding not in PADDINGS:
+            raise AudiotokError(f"padding must be one of {', '.join(PADDINGS)}, got {padding!r}")
+        self.padding = padding
+        self.model.encode_levels = codebooks
+        self.sample_rate = cfg.sample_rate
+        self.samples_per_frame = cfg.hop_length
+        self.num_codebooks = codebooks
+        self.codebook_sizes = (cfg.codebook_size,) * codebooks
+        if padding == "layer":
+            self.frame_rule = "floor"  # exactly so with even strides; num_frames counts
+
+    @classmethod
+    def from_checkpoint(cls, path: Path, config: DacConfig | None = None, **kw) -> DacCodec:
+        """Load any supported DAC checkpoint (see weights.py); `config` overrides the file's."""
+        path = checkpoint_file(path)
+        state_dict, config = load_checkpoint(path, config)
+        model = build_model(DacModel, config, state_dict, str(path))
+        return cls(model, source=str(path), **kw)
+
+    def decoder_stream(self):
+        """The stateful stream (nn/stream_steps.py): every frame decoded once, each sample out
+        once the codes it depends on have come (the decoder reaches about 10 frames ahead)."""
+        from ...nn.stream_steps import Chain, DecoderStream, build
+
+        def blocks(module):
+            if isinstance(module, DecoderBlock):
+                return Chain([build(m, blocks) for m in module.block])
+            return None
+
+        model = self.model
+        return DecoderStream(build(model.decoder.model, blocks), model.quantizer.decode,
+                             model.config.decoded_samples)
+
+    @property
+    def all_codebook_sizes(self) -> tuple[int, ...]:
+        return (self.config.codebook_size,) * self.config.n_codebooks
+
+    @property
+    def decode_codebooks(self) -> range:
+        return range(1, self.config.n_codebooks + 1)
+
+    def info(self) -> dict:
+        return {**super().info(), "padding": self.padding}
+
+    def num_frames(self, num_samples: int) -> int:
+        if self.padding == "frame":
+            return super().num_frames(num_samples)
+        n = num_samples  # the strided convolutions' arithmetic (kernel 2s, padding ceil(s / 2))
+        for s in self.config.encoder_rates:
+            n = max(0, (n + 2 * (-(-s // 2)) - 2 * s) // s + 1)
+        return n
+
+    def audio_lengths(self, lengths: torch.Tensor, num_samples: torch.Tensor | None = None
+                      ) -> torch.Tensor:
+        """What the decoder gives for each item's frames (config.decoded_samples), at most the
+        samples it was encoded from when known."""
+        out = torch.tensor([self.config.decoded_samples(n) for n in lengths.cpu().tolist()])
+        return out if num_samples is None else torch.minimum(num_samples.cpu(), out)
+
+    def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
+        """Items of one (padded) length run as a batch (the same codes as alone); each length
+        on its own (padding more than its own would change a non-causal item's codes)."""
+        spf = self.samples_per_frame
+        sizes = [it.samples.numel() for it in items]
+        for n in sizes:
+            if self.num_frames(n) < 1:
+                raise AudioError(f"{n} samples is less than one DAC frame with padding="
+                                 f"'layer' ({spf} samples at {self.sample_rate} Hz); use "
+                                 "padding='frame', which pads it to a whole frame")
+        lengths = [self.num_frames(n) * spf if self.padding == "frame" else n for n in sizes]
+        out: list[torch.Tensor | None] = [None] * len(items)
+        for n, group in by_length(lengths):
+            audio = torch.stack([F.pad(items[i].samples.to(self.device).view(1, -1),
+                                       (0, n - sizes[i])) for i in group])
+            tokens = self._run("encode", self.model.encode, audio).cpu()
+            for j, i in enumerate(group):
+                out[i] = tokens[j]
+        return out
+
+    def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """Items of one length as a batch, each length on its own (padding would reach a
+        non-causal item's audio)."""
+        out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * self.samples_per_frame,
+                          device=tokens.device)
+        for n, group in by_length(lengths.tolist()):
+            audio = self._run("decode", self.model.decode, tokens[group][..., :n])
+            out[group, :, : audio.shape[-1]] = audio.to(out.dtype)
+        return out

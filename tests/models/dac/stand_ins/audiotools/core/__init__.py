@@ -1,0 +1,3 @@
+"""Stand-in."""
+
+from . import util  # noqa: F401

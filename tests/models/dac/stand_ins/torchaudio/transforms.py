@@ -1,0 +1,1 @@
+"""Stand-in (see ../__init__.py)."""
