@@ -5,6 +5,7 @@ the full-size configurations (random weights), float32, side by side in one proc
     python benchmarks/onnx_speed.py --codec xcodec2 --threads 2 --seconds 10
     python benchmarks/onnx_speed.py --codec mimi --threads 2 --seconds 10 --push 1
     python benchmarks/onnx_speed.py --codec snac --threads 2 --seconds 10
+    python benchmarks/onnx_speed.py --codec dac --threads 2 --seconds 10
 
 Exports the graphs once (audiotok export --format onnx) into --workdir, then times, interleaved
 repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and (causal codecs) a
@@ -32,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--push", type=int, default=4, help="frames per streaming push")
-    p.add_argument("--codec", choices=["s2", "xcodec2", "mimi", "snac"], default="s2")
+    p.add_argument("--codec", choices=["s2", "xcodec2", "mimi", "snac", "dac"], default="s2")
     p.add_argument("--model", type=Path, help="checkpoint (default: random full-size weights)")
     args = p.parse_args()
     if args.model:
@@ -56,6 +57,14 @@ def main() -> None:
             from tests.models.snac import reference
 
             reference.save(reference.snac_model(reference.FULL_24), reference.FULL_24, weights)
+    elif args.codec == "dac":  # the dac package's 44.1 kHz model, random weights
+        weights = args.workdir / "dac_44khz_full" / "weights.pth"
+        if not weights.exists():
+            sys.path.insert(0, str(ROOT))
+            from tests.models.dac import reference
+
+            reference.save_pth(reference.dac_model(reference.FULL_44), reference.FULL_44,
+                               weights.parent)
     else:
         from compare import weights as random_weights
 

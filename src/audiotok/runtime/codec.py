@@ -45,6 +45,8 @@ class OnnxCodec(FrameMath):
         self.num_codebooks = int(facts["num_codebooks"])
         self.codebook_sizes = tuple(int(s) for s in facts["codebook_sizes"])
         self.max_push_frames = int(facts.get("max_push_frames", 0))
+        # samples the decoder graph gives short of T whole frames (DAC at 24/16 kHz: 8)
+        self.decode_trim = int(facts.get("decode_trim", 0))
         # format 1 manifests (audiotok 0.1) did not say these; their graphs tell
         old_features = "features" in facts["graphs"]
         self.frame_rule = facts.get("frame_rule", "plus_one" if old_features else "ceil")
@@ -161,14 +163,16 @@ class OnnxCodec(FrameMath):
         for group in self._groups(lengths.tolist()):
             n = int(lengths[group].max())
             if not self._is_long(n):
-                audio[group, :, : n * spf] = run(None, {"codes": tokens[group, :, :n]})[0]
+                audio[group, :, : n * spf - self.decode_trim] = \
+                    run(None, {"codes": tokens[group, :, :n]})[0]
                 continue
             i = group[0]
             for a, b, keep in self._windows(n):
                 piece = run(None, {"codes": tokens[i: i + 1, :, a:b]})[0]
                 audio[i, :, (a + keep.start) * spf: (a + keep.stop) * spf] = \
                     piece[0, :, keep.start * spf: keep.stop * spf]
-        out_len = lengths * spf if num_samples is None else np.minimum(num_samples, lengths * spf)
+        whole = lengths * spf - self.decode_trim
+        out_len = whole if num_samples is None else np.minimum(num_samples, whole)
         audio = audio[..., : int(out_len.max())]
         for i, n in enumerate(out_len.tolist()):
             audio[i, :, n:] = 0

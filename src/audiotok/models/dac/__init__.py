@@ -48,6 +48,7 @@ FAMILY = Family(
     package=__name__,
     presets=_presets(),
     detect=_detect,
+    onnx=".onnx:onnx_graphs",
     llm_schemes={"dia": ".llm:DiaIds", "parler": ".llm:ParlerIds"},
     options={"codebooks": LoadOption("codebooks encode gives (1..9 at 44.1 kHz, 1..32 "
                                      "at 24 kHz, 1..12 at 16 kHz; default all)", int),
