@@ -23,6 +23,7 @@ STAND_INS = Path(__file__).parent / "stand_ins"
 TINY = {"encoder_dim": 8, "decoder_dim": 32, "sample_rate": 44100}
 TINY_ODD = {**TINY, "encoder_rates": [2, 4, 5, 8], "decoder_rates": [8, 5, 4, 2],
             "n_codebooks": 12, "sample_rate": 16000}
+TINY_LATENT = {**TINY, "latent_dim": 16, "n_codebooks": 18}  # the 16 kbps model's narrow latent
 FULL_44 = {}
 FULL_24 = {"encoder_rates": [2, 4, 5, 8], "decoder_rates": [8, 5, 4, 2], "n_codebooks": 32,
            "sample_rate": 24000}

@@ -152,3 +152,18 @@ def test_checkpoints_are_told_apart_and_saved(dac_refs, tmp_path):
     torch.save(r.ref.state_dict(), bare)
     with pytest.raises(CheckpointError, match="needs its model arguments"):
         audiotok.load(bare)
+
+
+def test_a_narrow_latent_as_the_16kbps_model(tmp_path):
+    """44.1 kHz 16 kbps: latent 128 and 18 codebooks (here 16 at the small size), which
+    transformers cannot express; its weights.pth loads and equals the package."""
+    kwargs = reference.TINY_LATENT
+    model = reference.dac_model(kwargs)
+    codec = audiotok.load(reference.save_pth(model, kwargs, tmp_path, "weights_44khz_16kbps.pth"))
+    assert (codec.config.latent_dim, codec.num_codebooks) == (16, 18)
+    x = noise(3000, 7)
+    want = reference.reference_codes(model, x)
+    codes = codec.encode(x[0], codec.sample_rate)
+    assert torch.equal(codes.tokens, want)
+    ref_audio = reference.reference_decode(model, want)[..., :3000]
+    assert (codec.decode(codes) - ref_audio).abs().max() <= 1e-5

@@ -1,0 +1,67 @@
+"""DAC behind the server (in process): HTTP encode and decode equal the library, and a
+WebSocket decode stream (the stateful stream, tokens in ragged binary pushes) returns exactly
+the offline decode, the T x 320 - 8 end of the 16 kHz strides included."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from audiotok.server import Engine, EngineSettings  # noqa: E402
+from audiotok.server.app import ServerSettings, create_app  # noqa: E402
+from audiotok.server.protocol import tokens_to_binary  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def served(dac_refs):
+    import audiotok
+
+    codec = audiotok.load(dac_refs("tiny_odd").pth)
+    engine = Engine({"dac": codec}, EngineSettings(max_streams=4))
+    with TestClient(create_app(engine, ServerSettings(idle_timeout=5.0))) as client:
+        yield client, codec
+    engine.close(timeout=10)
+
+
+def test_http_encode_and_decode_equal_the_library(served):
+    client, codec = served
+    audio = (0.2 * np.random.default_rng(3).standard_normal(5000)).astype(np.float32)
+    r = client.post("/v1/encode?model=dac&pcm=f32le&sample_rate=16000&format=json",
+                    content=audio.tobytes())
+    assert r.status_code == 200, r.text
+    want = codec.encode(torch.from_numpy(audio), 16000)
+    got = np.asarray(r.json()["tokens"]).reshape(want.tokens[0].shape)
+    assert np.array_equal(got, want.tokens[0].numpy())
+    r = client.post("/v1/decode?model=dac&format=pcm&sample_format=f32le",
+                    json={"tokens": want.tokens[0].tolist()})
+    assert r.status_code == 200, r.text
+    ref = codec.decode(want.tokens)[0, 0].numpy()
+    pcm = np.frombuffer(r.content, "<f4")
+    assert pcm.shape == ref.shape == (320 * want.tokens.shape[-1] - 8,)
+    assert np.abs(pcm - ref).max() <= 1e-5
+
+
+def test_websocket_stream_equals_the_offline_decode(served):
+    client, codec = served
+    tokens = np.random.default_rng(4).integers(0, 1024, (12, 23))
+    want = codec.decode(torch.from_numpy(tokens))[0, 0].numpy()
+    with client.websocket_connect("/v1/stream/decode") as ws:
+        ws.send_json({"type": "start", "model": "dac", "sample_format": "f32le"})
+        ready = ws.receive_json()
+        assert ready["type"] == "ready" and ready["decode"] == "stateful", ready
+        sent = 0
+        for n in (1, 5, 2, 15):
+            ws.send_bytes(tokens_to_binary(tokens[:, sent : sent + n]))
+            sent += n
+        ws.send_json({"type": "end"})
+        pcm = []
+        while (msg := ws.receive()).get("bytes") is not None:
+            pcm.append(np.frombuffer(msg["bytes"], "<f4"))
+        done = json.loads(msg["text"])
+    got = np.concatenate(pcm)
+    assert done["type"] == "done" and done["samples"] == want.size == 23 * 320 - 8
+    assert got.shape == want.shape and np.abs(got - want).max() <= 1e-5
