@@ -20,6 +20,7 @@ from .chunking import FrameMath
 from .codes import Codes
 from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
+from .models.family import licence_notice
 from .nn.cuda_graphs import GraphCache
 from .nn.precision import set_precision
 from .nn.streaming import stream_copy, streaming
@@ -137,7 +138,7 @@ class Codec(FrameMath):
         """Tell the user, once per process and codec, which licence the weights carry."""
         if self.name not in _ANNOUNCED:
             _ANNOUNCED.add(self.name)
-            print(f"audiotok: {self.title} weights are under the {self.licence}.", file=sys.stderr)
+            print(licence_notice(self.title, self.licence), file=sys.stderr)
 
     # -- encode ------------------------------------------------------------------------------
     def encode(self, x, sample_rate: int | None = None) -> Codes:
@@ -328,9 +329,9 @@ class Codec(FrameMath):
 
     def _require_causal(self) -> None:
         if not self.causal:
-            raise AudiotokError(f"{self.title} is not causal (it attends to the whole signal), so "
-                                "it cannot stream exactly; use encode()/decode(), which process "
-                                "long inputs in overlapping windows")
+            raise AudiotokError(f"{self.title} has no exact stream here (it is not causal, "
+                                "and has no stateful or exact windowed decoder); use "
+                                "encode()/decode() on whole inputs")
 
     # -- saving ------------------------------------------------------------------------------
     def save_pretrained(self, directory: str | os.PathLike) -> None:

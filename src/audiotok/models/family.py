@@ -125,6 +125,14 @@ class Checkpoint:
             raise CheckpointError(f"{self.weights}: cannot read safetensors file ({e})") from None
 
 
+def licence_notice(title: str, licence: str) -> str:
+    """What loading a model prints about its weights' licence (`licence` as a family declares
+    it: a licence's name, or a sentence saying none is stated)."""
+    if licence.startswith("licence not stated"):
+        return f"audiotok: {title} weights: {licence}."
+    return f"audiotok: {title} weights are under the {licence}."
+
+
 def config_from_dict(cls, d: dict, title: str):
     """A family's config dataclass from its `to_dict` form (what config.json holds, besides
     audiotok's own "codec" and "format_version" keys): lists become tuples; an unknown key or a

@@ -15,6 +15,7 @@ FOLDERS = (
     "mimi",
     "snac",
     "dac",
+    "encodec",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

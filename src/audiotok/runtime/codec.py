@@ -14,6 +14,7 @@ from ..audio import to_items
 from ..chunking import FrameMath, context_windows
 from ..codes import Codes, as_numpy
 from ..errors import AudiotokError, CheckpointError, CodesError
+from ..models.family import licence_notice
 from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 
 MANIFEST = "audiotok_onnx.json"
@@ -66,8 +67,7 @@ class OnnxCodec(FrameMath):
             self.sessions[name] = ort.InferenceSession(str(path), options, providers=providers)
         if self.name not in _ANNOUNCED:  # as audiotok.load does for the torch codecs
             _ANNOUNCED.add(self.name)
-            print(f"audiotok: {self.title} weights are under the {self.licence}.",
-                  file=sys.stderr)
+            print(licence_notice(self.title, self.licence), file=sys.stderr)
 
     def info(self) -> dict:
         return {"codec": self.name, "model": self.title, "runtime": "onnxruntime",

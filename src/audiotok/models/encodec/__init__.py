@@ -1,0 +1,49 @@
+"""EnCodec (Meta): 24 kHz mono, causal, 2-32 codebooks of 1024 at 75 Hz (1.5-24 kbit/s); the
+codec of Bark and VALL-E (MusicGen's 32 kHz and the 48 kHz stereo models are its variants).
+
+The family's declaration (models/family.py); the model code is imported on first load."""
+
+from ..family import Checkpoint, Family, LoadOption, Preset
+
+
+def layout_of(keys) -> str | None:
+    """'hf' (transformers' EncodecModel), 'encodec' (the encodec package's and audiotok's names)
+    or None (not EnCodec) from tensor names."""
+    keys = list(keys)
+    if any(k.startswith("quantizer.layers.") and ".codebook.embed" in k for k in keys):
+        return "hf"
+    if any(k.startswith("quantizer.vq.layers.") for k in keys) or "quantizer.embed" in keys:
+        return "encodec" if any(k.startswith("encoder.model.0.conv.conv.") for k in keys) \
+            else None
+    return None
+
+
+def _detect(checkpoint: Checkpoint) -> bool:
+    """A transformers EncodecConfig; the encodec package's encodec_*.th files (or a folder
+    holding one); safetensors weights with EnCodec's tensor names."""
+    if checkpoint.config.get("model_type") == "encodec":
+        return True
+    if checkpoint.path.is_dir() and not (checkpoint.path / "model.safetensors").exists():
+        return checkpoint.has("encodec_*.th")
+    if checkpoint.suffix == ".th":
+        return checkpoint.weights.name.startswith("encodec_")
+    return layout_of(checkpoint.tensor_names) is not None
+
+
+FAMILY = Family(
+    name="encodec",
+    title="Meta EnCodec",
+    licence="licence not stated for the weights (the encodec code is MIT since April 2023; the "
+            "facebook/encodec_24khz model card and the repository name none for the weights)",
+    codec=".codec:EncodecCodec",
+    package=__name__,
+    presets=(Preset("encodec-24khz", "facebook/encodec_24khz",
+                    ("model.safetensors", "config.json")),),
+    detect=_detect,
+    options={"codebooks": LoadOption("codebooks encode gives (EnCodec 24 kHz: 1..32, default "
+                                     "all, as the encodec package; transformers defaults to 2)",
+                                     int),
+             "bandwidth": LoadOption("EnCodec: a target bandwidth in kbit/s (1.5, 3, 6, 12, "
+                                     "24), which sets the codebooks (6: 8 codebooks, Bark's "
+                                     "and VALL-E's)")},
+)

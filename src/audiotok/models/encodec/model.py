@@ -1,0 +1,205 @@
+"""The EnCodec network (24 kHz): a causal SEANet encoder (residual blocks with a 1x1 shortcut,
+ELU, strided convolutions, a 2-layer LSTM), a residual VQ with Euclidean codebooks, and the
+mirrored decoder. Convolutions pad as the `encodec` package's SConv1d: the total padding
+(kernel - stride) on the left for a causal model (split for a non-causal one), plus what
+completes the last window on the right, all by reflection (an input shorter than the padding is
+zero-extended first, as its pad1d does).
+
+Module names are the package's (`encoder.model.N.conv.conv`, `decoder.model.N.convtr.convtr`)
+with weight norm folded; the codebooks are one buffer, `quantizer.embed` [n_q, bins, dim].
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .config import EncodecConfig
+
+
+def pad1d(x: torch.Tensor, left: int, right: int) -> torch.Tensor:
+    """Reflect padding, the input first zero-extended on the right when it is not longer than
+    the padding (and that extension dropped again), as the package's pad1d."""
+    length = x.shape[-1]
+    top = max(left, right)
+    extra = top - length + 1 if length <= top else 0
+    if extra:
+        x = F.pad(x, (0, extra))
+    padded = F.pad(x, (left, right), mode="reflect")
+    return padded[..., : padded.shape[-1] - extra]
+
+
+class _Norm(nn.Module):
+    """A convolution (named `name`: the package's `conv` or `convtr`) and the normalisation
+    after it (GroupNorm over time, or none)."""
+
+    def __init__(self, conv: nn.Module, channels: int, group_norm: bool, name: str = "conv"):
+        super().__init__()
+        self.name = name
+        setattr(self, name, conv)
+        self.norm = nn.GroupNorm(1, channels) if group_norm else nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.norm(getattr(self, self.name)(x))
+
+
+class SConv1d(nn.Module):
+    def __init__(self, cfg: EncodecConfig, cin: int, cout: int, kernel: int, stride: int = 1,
+                 dilation: int = 1):
+        super().__init__()
+        self.conv = _Norm(nn.Conv1d(cin, cout, kernel, stride, dilation=dilation), cout,
+                          cfg.norm == "time_group_norm")
+        self.causal = cfg.causal
+        self.total = (kernel - 1) * dilation - (stride - 1)
+        self.kernel, self.stride = (kernel - 1) * dilation + 1, stride
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        length = x.shape[-1]
+        frames = (length - self.kernel + self.total) / self.stride + 1
+        extra = (math.ceil(frames) - 1) * self.stride + self.kernel - self.total - length
+        if self.causal:
+            x = pad1d(x, self.total, extra)
+        else:
+            right = self.total // 2
+            x = pad1d(x, self.total - right, right + extra)
+        return self.conv(x)
+
+
+class SConvTranspose1d(nn.Module):
+    def __init__(self, cfg: EncodecConfig, cin: int, cout: int, stride: int):
+        super().__init__()
+        self.convtr = _Norm(nn.ConvTranspose1d(cin, cout, 2 * stride, stride), cout,
+                            cfg.norm == "time_group_norm", "convtr")
+        total = stride  # kernel - stride
+        if cfg.causal:
+            self.right = math.ceil(total * cfg.trim_right_ratio)
+        else:
+            self.right = total // 2
+        self.left = total - self.right
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.convtr(x)
+        return y[..., self.left : y.shape[-1] - self.right]
+
+
+class ResnetBlock(nn.Module):
+    """shortcut(x) + conv_1(ELU(conv_k,dilated(ELU(x)))), hidden width dim / compress."""
+
+    def __init__(self, cfg: EncodecConfig, dim: int, dilation: int):
+        super().__init__()
+        hidden = dim // cfg.compress
+        self.block = nn.Sequential(nn.ELU(), SConv1d(cfg, dim, hidden, cfg.residual_kernel_size,
+                                                     dilation=dilation),
+                                   nn.ELU(), SConv1d(cfg, hidden, dim, 1))
+        self.shortcut = nn.Identity() if cfg.true_skip else SConv1d(cfg, dim, dim, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.shortcut(x) + self.block(x)
+
+
+class SLSTM(nn.Module):
+    """A multi-layer LSTM over time (zero initial state) plus its input."""
+
+    def __init__(self, dim: int, layers: int):
+        super().__init__()
+        self.lstm = nn.LSTM(dim, dim, layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.permute(2, 0, 1)
+        y, _ = self.lstm(x)
+        return (y + x).permute(1, 2, 0)
+
+
+def _residuals(cfg: EncodecConfig, dim: int) -> list[nn.Module]:
+    return [ResnetBlock(cfg, dim, cfg.dilation_base ** j) for j in range(cfg.n_residual_layers)]
+
+
+class Encoder(nn.Module):
+    def __init__(self, cfg: EncodecConfig):
+        super().__init__()
+        dim = cfg.n_filters
+        layers: list[nn.Module] = [SConv1d(cfg, cfg.channels, dim, cfg.kernel_size)]
+        for ratio in reversed(cfg.ratios):
+            layers += [*_residuals(cfg, dim), nn.ELU(),
+                       SConv1d(cfg, dim, 2 * dim, 2 * ratio, stride=ratio)]
+            dim *= 2
+        if cfg.lstm:
+            layers.append(SLSTM(dim, cfg.lstm))
+        layers += [nn.ELU(), SConv1d(cfg, dim, cfg.dimension, cfg.last_kernel_size)]
+        self.model = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x)
+
+
+class Decoder(nn.Module):
+    def __init__(self, cfg: EncodecConfig):
+        super().__init__()
+        dim = cfg.n_filters * 2 ** len(cfg.ratios)
+        layers: list[nn.Module] = [SConv1d(cfg, cfg.dimension, dim, cfg.kernel_size)]
+        if cfg.lstm:
+            layers.append(SLSTM(dim, cfg.lstm))
+        for ratio in cfg.ratios:
+            layers += [nn.ELU(), SConvTranspose1d(cfg, dim, dim // 2, ratio),
+                       *_residuals(cfg, dim // 2)]
+            dim //= 2
+        layers += [nn.ELU(), SConv1d(cfg, cfg.n_filters, cfg.channels, cfg.last_kernel_size)]
+        self.model = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x)
+
+
+class ResidualVQ(nn.Module):
+    """Euclidean residual VQ: the nearest row by -(|x|^2 - 2 x.e + |e|^2) (the package's
+    expression, whose rounding decides near-ties), its raw row subtracted from the residual."""
+
+    def __init__(self, cfg: EncodecConfig):
+        super().__init__()
+        self.register_buffer("embed", torch.zeros(cfg.n_q, cfg.bins, cfg.dimension))
+
+    def encode(self, x: torch.Tensor, levels: int) -> torch.Tensor:
+        """Codes [B, levels, T] of latents x [B, D, T]."""
+        b, d, t = x.shape
+        residual, codes = x, []
+        for embed in self.embed[:levels]:
+            flat = residual.transpose(1, 2).reshape(b * t, d)
+            dist = -(flat.pow(2).sum(1, keepdim=True) - 2 * flat @ embed.t()
+                     + embed.t().pow(2).sum(0, keepdim=True))
+            index = dist.max(dim=-1).indices.view(b, t)
+            residual = residual - F.embedding(index, embed).transpose(1, 2)
+            codes.append(index)
+        return torch.stack(codes, 1)
+
+    def decode(self, codes: torch.Tensor) -> torch.Tensor:
+        """Latents [B, D, T] of codes [B, k, T] (the first k codebooks)."""
+        out = torch.tensor(0.0, device=codes.device)
+        for i in range(codes.shape[1]):
+            out = out + F.embedding(codes[:, i], self.embed[i]).transpose(1, 2)
+        return out
+
+
+class EncodecModel(nn.Module):
+    """encode(audio [B, C, N]) -> codes [B, encode_levels, ceil(N / hop)]; decode(codes
+    [B, k, T]) -> audio [B, C, T * hop]. One segment (the 24 kHz model's way)."""
+
+    def __init__(self, cfg: EncodecConfig):
+        super().__init__()
+        self.config = cfg
+        self.encoder = Encoder(cfg)
+        self.quantizer = ResidualVQ(cfg)
+        self.decoder = Decoder(cfg)
+        self.encode_levels = cfg.n_q  # the codec's codebooks / bandwidth setting
+
+    def encode(self, audio: torch.Tensor) -> torch.Tensor:
+        return self.quantizer.encode(self.encoder(audio), self.encode_levels)
+
+    def decode(self, codes: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.quantizer.decode(codes))
+
+    def float32_islands(self) -> list[nn.Module]:
+        """Kept in float32 under reduced precision: the codebook search."""
+        return [self.quantizer]

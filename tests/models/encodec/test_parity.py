@@ -1,0 +1,125 @@
+"""EnCodec 24 kHz parity: codes identical to the `encodec` package and to transformers'
+EncodecModel at every bandwidth, decoded audio within 1e-5 of both, for lengths 1, hop - 1,
+hop, hop + 1, 3 hop + 7, 10 hop + 1 and 1 s, from either checkpoint layout; the codebook and
+bandwidth options (the package's default is all 32 codebooks, transformers' 2); a padded batch
+equal to its items alone; detection, the hub name, and clear refusals."""
+
+import numpy as np
+import pytest
+import torch
+
+import audiotok
+from audiotok.errors import AudiotokError
+from tests.models.encodec import reference
+
+LENGTHS = (1, 319, 320, 321, 967, 3201, 24000)
+
+
+def noise(n: int, seed: int) -> torch.Tensor:
+    return 0.2 * torch.randn(1, 1, n, generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.mark.parametrize("layout", ["th", "hf_dir"])
+def test_codes_and_audio_equal_the_encodec_package(enc_ref, layout):
+    codec = audiotok.load(getattr(enc_ref, layout))
+    assert (codec.name, codec.num_codebooks, codec.samples_per_frame) == ("encodec", 32, 320)
+    for i, n in enumerate(LENGTHS):
+        x = noise(n, i)
+        want = reference.reference_codes(enc_ref.ref, x)
+        codes = codec.encode(x[0], 24000)
+        assert torch.equal(codes.tokens, want), (layout, n)
+        assert codes.tokens.shape[-1] == -(-n // 320)
+        audio = codec.decode(codes)
+        ref_audio = reference.reference_decode(enc_ref.ref, want)[..., :n]
+        assert audio.shape == ref_audio.shape
+        assert (audio - ref_audio).abs().max() <= 1e-5
+    assert len(torch.unique(want)) > 200  # the codes are not degenerate
+
+
+def test_every_bandwidth_equals_both_references(enc_ref):
+    """Bandwidths 1.5-24 kbit/s give 2-32 codebooks, the package's and transformers' codes and
+    audio; `codebooks=2` is transformers' default (bandwidth 1.5), all 32 the package's."""
+    x = noise(5000, 11)
+    with torch.no_grad():
+        hf_default = enc_ref.hf.encode(x).audio_codes[0]
+    for bandwidth, k in ((1.5, 2), (3.0, 4), (6.0, 8), (12.0, 16), (24.0, 32)):
+        codec = audiotok.load(enc_ref.th, bandwidth=str(bandwidth))
+        assert codec.num_codebooks == k and codec.bandwidth == bandwidth
+        codes = codec.encode(x[0], 24000)
+        want = reference.reference_codes(enc_ref.ref, x, bandwidth)
+        assert torch.equal(codes.tokens, want)
+        with torch.no_grad():
+            hf = enc_ref.hf.encode(x, bandwidth=bandwidth)
+            hf_audio = enc_ref.hf.decode(hf.audio_codes, hf.audio_scales).audio_values
+        assert torch.equal(hf.audio_codes[0], want)
+        assert (codec.decode(codes) - hf_audio[..., :5000]).abs().max() <= 1e-5
+    assert torch.equal(audiotok.load(enc_ref.hf_dir, codebooks=2).encode(x[0], 24000).tokens,
+                       hf_default)
+
+
+def test_a_padded_batch_equals_its_items_alone(enc_ref):
+    """The reflection that completes the last frame reaches it: padding a shorter item to a
+    longer one (as a batch does) changes its last frame in the reference; audiotok encodes
+    each length on its own."""
+    codec = audiotok.load(enc_ref.th)
+    items = [noise(n, 20 + i)[0, 0] for i, n in enumerate((4000, 4000, 2345, 7))]
+    batch = codec.encode(items, 24000)
+    audio = codec.decode(batch)
+    for i, item in enumerate(items):
+        alone = codec.encode(item, 24000)
+        t = int(batch.lengths[i])
+        assert torch.equal(batch.tokens[i, :, :t], alone.tokens[0])
+        assert torch.equal(alone.tokens, reference.reference_codes(enc_ref.ref, item[None, None]))
+        one = codec.decode(alone)
+        assert (audio[i, :, : one.shape[-1]] - one[0]).abs().max() <= 1e-6
+    padded = torch.zeros(1, 1, 4000)
+    padded[..., :2345] = items[2]
+    assert not torch.equal(reference.reference_codes(enc_ref.ref, padded)[..., :8],
+                           batch.tokens[2:3, :, :8])
+
+
+def test_options_and_refusals(enc_ref, tmp_path):
+    from audiotok.models import detect_family
+
+    with pytest.raises(AudiotokError, match=r"bandwidth must be one of \[1.5, 3.0"):
+        audiotok.load(enc_ref.th, bandwidth="5")
+    with pytest.raises(AudiotokError, match="codebooks or bandwidth, not both"):
+        audiotok.load(enc_ref.th, codebooks=4, bandwidth="6")
+    with pytest.raises(AudiotokError, match="codebooks must be 1..32"):
+        audiotok.load(enc_ref.th, codebooks=33)
+    assert detect_family(enc_ref.th).name == "encodec"  # not S2's (any other .pth/.th)
+    assert detect_family(enc_ref.th.parent).name == "encodec"
+    assert detect_family(enc_ref.hf_dir).name == "encodec"
+    stereo = reference.import_encodec().EncodecModel.encodec_model_48khz(pretrained=False)
+    path = reference.save_th(stereo, tmp_path, "encodec_48khz-test.th")
+    with pytest.raises(AudiotokError, match="48 kHz stereo EnCodec .* not supported yet"):
+        audiotok.load(path)
+    codec = audiotok.load(enc_ref.th, codebooks=8)
+    tokens = codec.encode(noise(3000, 5)[0], 24000).tokens
+    for k in (1, 8):
+        got = codec.decode(tokens[:, :k])
+        want = reference.reference_decode(enc_ref.ref, tokens[:, :k])
+        assert got.shape == want.shape == (1, 1, 3200)  # raw tokens: whole frames
+        assert (got - want).abs().max() <= 1e-5
+
+
+def test_the_name_resolves_through_the_hub_cache(enc_ref, tmp_path):
+    from tests.test_hub import _run, cache_repo
+
+    snapshot = cache_repo(tmp_path / "cache", "facebook/encodec_24khz", {
+        "model.safetensors": enc_ref.hf_dir / "model.safetensors",
+        "config.json": enc_ref.hf_dir / "config.json"})
+    x = noise(2000, 9)
+    np.save(tmp_path / "x.npy", x[0, 0].numpy())
+    code = ("import audiotok, numpy as np\n"
+            "c = audiotok.load('encodec-24khz', bandwidth='6')\n"
+            f"t = c.encode(np.load(r'{tmp_path / 'x.npy'}'), 24000).tokens\n"
+            f"np.save(r'{tmp_path / 'codes.npy'}', t.numpy())\n"
+            "print(c.source)\n")
+    out = _run(code, {"HF_HUB_CACHE": str(tmp_path / "cache"),
+                      "HF_HOME": str(tmp_path / "home")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(snapshot / "model.safetensors")]
+    assert "licence not stated" in out.stderr
+    assert np.array_equal(np.load(tmp_path / "codes.npy"),
+                          reference.reference_codes(enc_ref.ref, x, 6.0).numpy())
