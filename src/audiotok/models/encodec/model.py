@@ -17,19 +17,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...nn.conv import Conv1d, ConvTranspose1d, is_channels_last
 from .config import EncodecConfig
 
 
 def pad1d(x: torch.Tensor, left: int, right: int) -> torch.Tensor:
     """Reflect padding, the input first zero-extended on the right when it is not longer than
-    the padding (and that extension dropped again), as the package's pad1d."""
+    the padding (and that extension dropped again), as the package's pad1d. Long inputs are
+    padded with one copy in their own layout (channels-last stays so; F.pad's reflection
+    kernel is slow on long signals)."""
     length = x.shape[-1]
     top = max(left, right)
-    extra = top - length + 1 if length <= top else 0
-    if extra:
-        x = F.pad(x, (0, extra))
-    padded = F.pad(x, (left, right), mode="reflect")
-    return padded[..., : padded.shape[-1] - extra]
+    if length <= top:
+        extra = top - length + 1
+        padded = F.pad(F.pad(x, (0, extra)), (left, right), mode="reflect")
+        return padded[..., : padded.shape[-1] - extra]
+    if not left and not right:
+        return x
+    b, c, _ = x.shape
+    out = x.new_empty(b, left + length + right, c).transpose(1, 2) if is_channels_last(x) \
+        else x.new_empty(b, c, left + length + right)
+    out[..., left : left + length] = x
+    if left:
+        out[..., :left] = x[..., 1 : left + 1].flip(-1)
+    if right:
+        out[..., left + length :] = x[..., length - right - 1 : length - 1].flip(-1)
+    return out
 
 
 class _Norm(nn.Module):
@@ -47,10 +60,13 @@ class _Norm(nn.Module):
 
 
 class SConv1d(nn.Module):
+    """`conv`: nn.Conv1d (the reference's kernels, bit for bit: the encoder, whose latents
+    decide the codes) or nn.conv.Conv1d (channels-last where faster: the decoder)."""
+
     def __init__(self, cfg: EncodecConfig, cin: int, cout: int, kernel: int, stride: int = 1,
-                 dilation: int = 1):
+                 dilation: int = 1, conv: type = nn.Conv1d):
         super().__init__()
-        self.conv = _Norm(nn.Conv1d(cin, cout, kernel, stride, dilation=dilation), cout,
+        self.conv = _Norm(conv(cin, cout, kernel, stride, dilation=dilation), cout,
                           cfg.norm == "time_group_norm")
         self.causal = cfg.causal
         self.total = (kernel - 1) * dilation - (stride - 1)
@@ -71,7 +87,7 @@ class SConv1d(nn.Module):
 class SConvTranspose1d(nn.Module):
     def __init__(self, cfg: EncodecConfig, cin: int, cout: int, stride: int):
         super().__init__()
-        self.convtr = _Norm(nn.ConvTranspose1d(cin, cout, 2 * stride, stride), cout,
+        self.convtr = _Norm(ConvTranspose1d(cin, cout, 2 * stride, stride), cout,
                             cfg.norm == "time_group_norm", "convtr")
         total = stride  # kernel - stride
         if cfg.causal:
@@ -88,16 +104,19 @@ class SConvTranspose1d(nn.Module):
 class ResnetBlock(nn.Module):
     """shortcut(x) + conv_1(ELU(conv_k,dilated(ELU(x)))), hidden width dim / compress."""
 
-    def __init__(self, cfg: EncodecConfig, dim: int, dilation: int):
+    def __init__(self, cfg: EncodecConfig, dim: int, dilation: int, conv: type):
         super().__init__()
         hidden = dim // cfg.compress
         self.block = nn.Sequential(nn.ELU(), SConv1d(cfg, dim, hidden, cfg.residual_kernel_size,
-                                                     dilation=dilation),
-                                   nn.ELU(), SConv1d(cfg, hidden, dim, 1))
-        self.shortcut = nn.Identity() if cfg.true_skip else SConv1d(cfg, dim, dim, 1)
+                                                     dilation=dilation, conv=conv),
+                                   nn.ELU(inplace=True), SConv1d(cfg, hidden, dim, 1, conv=conv))
+        self.shortcut = nn.Identity() if cfg.true_skip else SConv1d(cfg, dim, dim, 1, conv=conv)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.shortcut(x) + self.block(x)
+        if isinstance(self.shortcut, nn.Identity):
+            return x + self.block(x)
+        skip = self.shortcut(x)  # (then x is not needed again: the block's ELU runs in place)
+        return skip.add_(self.block[1:](F.elu(x, inplace=True)))
 
 
 class SLSTM(nn.Module):
@@ -113,8 +132,9 @@ class SLSTM(nn.Module):
         return (y + x).permute(1, 2, 0)
 
 
-def _residuals(cfg: EncodecConfig, dim: int) -> list[nn.Module]:
-    return [ResnetBlock(cfg, dim, cfg.dilation_base ** j) for j in range(cfg.n_residual_layers)]
+def _residuals(cfg: EncodecConfig, dim: int, conv: type) -> list[nn.Module]:
+    return [ResnetBlock(cfg, dim, cfg.dilation_base ** j, conv)
+            for j in range(cfg.n_residual_layers)]
 
 
 class Encoder(nn.Module):
@@ -123,12 +143,12 @@ class Encoder(nn.Module):
         dim = cfg.n_filters
         layers: list[nn.Module] = [SConv1d(cfg, cfg.channels, dim, cfg.kernel_size)]
         for ratio in reversed(cfg.ratios):
-            layers += [*_residuals(cfg, dim), nn.ELU(),
+            layers += [*_residuals(cfg, dim, nn.Conv1d), nn.ELU(inplace=True),
                        SConv1d(cfg, dim, 2 * dim, 2 * ratio, stride=ratio)]
             dim *= 2
         if cfg.lstm:
             layers.append(SLSTM(dim, cfg.lstm))
-        layers += [nn.ELU(), SConv1d(cfg, dim, cfg.dimension, cfg.last_kernel_size)]
+        layers += [nn.ELU(inplace=True), SConv1d(cfg, dim, cfg.dimension, cfg.last_kernel_size)]
         self.model = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -139,14 +159,15 @@ class Decoder(nn.Module):
     def __init__(self, cfg: EncodecConfig):
         super().__init__()
         dim = cfg.n_filters * 2 ** len(cfg.ratios)
-        layers: list[nn.Module] = [SConv1d(cfg, cfg.dimension, dim, cfg.kernel_size)]
+        layers: list[nn.Module] = [SConv1d(cfg, cfg.dimension, dim, cfg.kernel_size, conv=Conv1d)]
         if cfg.lstm:
             layers.append(SLSTM(dim, cfg.lstm))
         for ratio in cfg.ratios:
-            layers += [nn.ELU(), SConvTranspose1d(cfg, dim, dim // 2, ratio),
-                       *_residuals(cfg, dim // 2)]
+            layers += [nn.ELU(inplace=True), SConvTranspose1d(cfg, dim, dim // 2, ratio),
+                       *_residuals(cfg, dim // 2, Conv1d)]
             dim //= 2
-        layers += [nn.ELU(), SConv1d(cfg, cfg.n_filters, cfg.channels, cfg.last_kernel_size)]
+        layers += [nn.ELU(inplace=True),
+                   SConv1d(cfg, cfg.n_filters, cfg.channels, cfg.last_kernel_size, conv=Conv1d)]
         self.model = nn.Sequential(*layers)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -164,14 +185,13 @@ class ResidualVQ(nn.Module):
     def encode(self, x: torch.Tensor, levels: int) -> torch.Tensor:
         """Codes [B, levels, T] of latents x [B, D, T]."""
         b, d, t = x.shape
-        residual, codes = x, []
+        residual, codes = x.transpose(1, 2).reshape(b * t, d), []  # [B T, D] throughout
         for embed in self.embed[:levels]:
-            flat = residual.transpose(1, 2).reshape(b * t, d)
-            dist = -(flat.pow(2).sum(1, keepdim=True) - 2 * flat @ embed.t()
+            dist = -(residual.pow(2).sum(1, keepdim=True) - 2 * residual @ embed.t()
                      + embed.t().pow(2).sum(0, keepdim=True))
-            index = dist.max(dim=-1).indices.view(b, t)
-            residual = residual - F.embedding(index, embed).transpose(1, 2)
-            codes.append(index)
+            index = dist.max(dim=-1).indices
+            residual = residual - F.embedding(index, embed)
+            codes.append(index.view(b, t))
         return torch.stack(codes, 1)
 
     def decode(self, codes: torch.Tensor) -> torch.Tensor:

@@ -1,0 +1,68 @@
+"""EnCodec 24 kHz encode and decode speed, float32: audiotok next to the `encodec` package
+(0.1.1) and transformers' EncodecModel, the same random weights, interleaved in one run; the
+median time of each, the real-time factor and the extra resident memory of the call.
+
+    pip install --no-deps encodec==0.1.1
+    python benchmarks/encodec_speed.py --threads 2 --durations 10,60 --bandwidth 24
+
+All three encode whole frames of speech at --bandwidth (codes checked equal) and run under
+torch.inference_mode.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+
+import torch
+from common import ROOT, encode_decode_rounds, parser, speech
+
+sys.path.insert(0, str(ROOT))
+import audiotok  # noqa: E402
+from tests.models.encodec import reference  # noqa: E402
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--durations", default="10,60", help="audio seconds, comma-separated")
+    p.add_argument("--bandwidth", type=float, default=24.0)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    ref = reference.encodec_model()
+    hf = reference.hf_model(ref)
+    path = reference.save_th(ref, args.workdir / "encodec_24khz_full")
+    ours = audiotok.load(path, bandwidth=str(args.bandwidth))
+    ref.set_target_bandwidth(args.bandwidth)
+    rows = []
+    for seconds in [float(s) for s in args.durations.split(",")]:
+        n = int(seconds * 24000) // 320 * 320
+        x = torch.from_numpy(speech(n / 24000, 24000))[None, None].float()
+        impls = {
+            "audiotok": (lambda x=x: ours.encode(x[0], 24000).tokens, lambda c: ours.decode(c)),
+            "encodec 0.1.1": (lambda x=x: ref.encode(x)[0][0],
+                              lambda c: ref.decode([(c, None)])),
+            "transformers": (lambda x=x: hf.encode(x, bandwidth=args.bandwidth).audio_codes[0],
+                             lambda c: hf.decode(c[None], [None]).audio_values),
+        }
+        with torch.inference_mode():
+            times, memory, codes = encode_decode_rounds(impls, args.repeats)
+        same = all(torch.equal(codes["audiotok"], c) for c in codes.values())
+        for (name, kind), ts in times.items():
+            med = statistics.median(ts)
+            rows.append({"seconds": n / 24000, "impl": name, "op": kind, "median_s": med,
+                         "rtf": med / seconds, "extra_peak_mb": memory[name, kind],
+                         "codes_equal": same})
+            print(f"{n / 24000:5.1f} s {kind:6s} {name:14s} {med:7.2f} s  RTF "
+                  f"{med / seconds:.3f}  +{memory[name, kind]:6.0f} MB  codes equal: {same}")
+        for kind in ("encode", "decode"):
+            fastest = min(statistics.median(times[name, kind]) for name in impls
+                          if name != "audiotok")
+            ratio = fastest / statistics.median(times["audiotok", kind])
+            print(f"{n / 24000:5.1f} s {kind}: audiotok {ratio:.2f}x the faster reference")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
