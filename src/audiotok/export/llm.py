@@ -140,6 +140,19 @@ def parse_text(text: str, pattern: re.Pattern, what: str, token: re.Pattern = _T
     return out
 
 
+def delayed(tokens: np.ndarray, delays: Sequence[int], steps: int, before: int,
+             after: np.ndarray) -> np.ndarray:
+    """[K, steps]: row k holds `before` until delays[k], its codes from there, then `after[k]`
+    (a row of fill ids for the steps after its codes): the delay patterns of multi-codebook
+    language models (Dia, Parler-TTS, MusicGen)."""
+    k, t = tokens.shape
+    out = np.full((k, steps), before, np.int64)
+    for i, d in enumerate(delays):
+        out[i, d : d + t] = tokens[i]
+        out[i, d + t :] = after[i, : steps - d - t]
+    return out
+
+
 # -- generic ----------------------------------------------------------------------------------
 
 class GenericIds:

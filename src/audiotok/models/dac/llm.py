@@ -22,21 +22,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...export.llm import TokenIdError, check_tokens, ints, parse_text
+from ...export.llm import TokenIdError, check_tokens, delayed, ints, parse_text
 
 CODES = 1024
-
-
-def _delayed(tokens: np.ndarray, delays: Sequence[int], steps: int, before: int,
-             after: np.ndarray) -> np.ndarray:
-    """[K, steps]: row k holds `before` until delays[k], its codes from there, then `after[k]`
-    (a row of fill ids for the steps after its codes)."""
-    k, t = tokens.shape
-    out = np.full((k, steps), before, np.int64)
-    for i, d in enumerate(delays):
-        out[i, d : d + t] = tokens[i]
-        out[i, d + t :] = after[i, : steps - d - t]
-    return out
 
 
 def _bad(values: np.ndarray, where: str, step_of) -> None:
@@ -109,7 +97,7 @@ class DiaIds(_DacIds):
         steps = t.shape[1] + max(self.DELAYS) + 2
         after = np.full((len(self.DELAYS), steps), self.PAD, np.int64)
         after[:, 0] = self.EOS
-        return _delayed(t, [d + 1 for d in self.DELAYS], steps, self.BOS, after)
+        return delayed(t, [d + 1 for d in self.DELAYS], steps, self.BOS, after)
 
     def from_ids(self, ids, clamp: bool = False) -> np.ndarray:
         """Tokens [9, T] of a Dia sequence [9, S] that starts with the BOS step: T frames up to
@@ -159,7 +147,7 @@ class ParlerIds(_DacIds):
         t = check_tokens(tokens, self.sizes)
         k = len(self.sizes)
         steps = t.shape[1] + k
-        return _delayed(t, range(k), steps, self.BOS, np.full((k, steps), self.EOS, np.int64))
+        return delayed(t, range(k), steps, self.BOS, np.full((k, steps), self.EOS, np.int64))
 
     def from_ids(self, ids) -> np.ndarray:
         """Tokens [K, T] of labels [K, S] (T = S - K); every BOS, EOS and code in its place."""
