@@ -65,3 +65,24 @@ def test_bark_coarse_ids_by_hand():
         s.from_ids([10000, 10005])  # a codebook-0 id in codebook 1's place
     with pytest.raises(TokenIdError, match="whole frames"):
         s.from_ids([10000])
+
+
+def test_valle_ar_sequence_is_pad_y_eos():
+    """VALL-E's pad_y_eos with ar_audio_prepend_bos: targets = codes then EOS (1024), inputs =
+    BOS (1025) then all but the last target; the scheme's sequence is BOS, codes, EOS."""
+    import torch.nn.functional as F
+
+    s = scheme_for("valle", (1024,) * 8)
+    tokens = np.random.default_rng(2).integers(0, 1024, (8, 5))
+    tokens[0, 0] = 0
+    y = torch.from_numpy(tokens[0])[None]
+    mask = torch.zeros_like(y)
+    targets = F.pad(y, (0, 1), value=0) + 1024 * F.pad(mask, (0, 1), value=1)
+    inputs = F.pad(targets[:, :-1], (1, 0), value=1025)
+    ids = s.to_ids(tokens)
+    assert ids[:-1].tolist() == inputs[0].tolist() and ids[1:].tolist() == targets[0].tolist()
+    assert np.array_equal(s.from_ids(ids), tokens[:1])
+    assert np.array_equal(s.from_ids(ids[1:]), tokens[:1])  # generated: no BOS
+    assert np.array_equal(s.from_text(s.to_text(tokens)), tokens[:1])
+    with pytest.raises(TokenIdError, match="code of codebook 0"):
+        s.from_ids([1025, 3, 1025, 1024])

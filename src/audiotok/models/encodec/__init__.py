@@ -40,7 +40,7 @@ FAMILY = Family(
     presets=(Preset("encodec-24khz", "facebook/encodec_24khz",
                     ("model.safetensors", "config.json")),),
     detect=_detect,
-    llm_schemes={"bark": ".llm:BarkIds", "musicgen": ".llm:MusicgenIds",
+    llm_schemes={"bark": ".llm:BarkIds", "valle": ".llm:ValleIds", "musicgen": ".llm:MusicgenIds",
                  "musicgen-stereo": ".llm:MusicgenStereoIds"},
     options={"codebooks": LoadOption("codebooks encode gives (EnCodec 24 kHz: 1..32, default "
                                      "all, as the encodec package; transformers defaults to 2)",

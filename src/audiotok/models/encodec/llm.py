@@ -6,6 +6,10 @@ None needs a tokenizer: the ids are arithmetic on the codes.
   codebooks, frame by frame, id = 10000 + 1024 k + code for codebook k (and back:
   (id - 10000) mod 1024, each id checked against its codebook's range). Bark's fine model
   takes the raw codes of all 8 codebooks (its pad id 1024), which are the codec's tokens.
+- `valle`: VALL-E (lifeiteng/vall-e `valle/models/valle.py` `pad_y_eos` with
+  `ar_audio_prepend_bos`, `macros.py`): the AR model's sequence of codebook 0, BOS 1025, the
+  codes, EOS 1024 (its input is all but the last, its target all but the first); the NAR model
+  takes codebooks 1-7 as raw codes (the codec's tokens).
 - `musicgen`, `musicgen-stereo`: MusicGen (transformers `build_delay_pattern_mask`): the
   decoder's sequence for T frames, [K, T + K]: codebook k (stereo: the pair 2k, 2k + 1) delayed
   k steps behind a decoder-start step, every gap the pad id 2048 (also the start id).
@@ -79,6 +83,56 @@ class BarkIds:
 
     def from_text(self, text: str) -> np.ndarray:
         return self.from_ids(self.text_ids(text))
+
+
+class ValleIds:
+    """VALL-E's AR sequence: [T + 2] = BOS 1025, codebook 0's codes, EOS 1024."""
+
+    name = "valle"
+    summary = "VALL-E's AR sequence: BOS 1025, codebook 0's codes, EOS 1024"
+    needs_tokenizer = False
+    CODES, EOS, BOS = 1024, 1024, 1025
+    PATTERN = re.compile(r"<\|valle_(\d+)\|>")
+    ids_per_frame = None  # framed by BOS and EOS, one codebook
+
+    def __init__(self, codebook_sizes: Sequence[int]):
+        self.sizes = tuple(int(s) for s in codebook_sizes)
+        if not self.sizes or any(s != self.CODES for s in self.sizes):
+            raise TokenIdError(f"the valle scheme takes EnCodec 24 kHz tokens (codebooks of "
+                               f"1024), got sizes {list(self.sizes)}")
+
+    @classmethod
+    def for_codec(cls, tokenizer, codebook_sizes: Sequence[int]):
+        return cls(codebook_sizes)
+
+    def describe(self) -> dict:
+        return {"scheme": self.name, "bos": self.BOS, "eos": self.EOS,
+                "nar": "codebooks 1-7: the codec's tokens"}
+
+    def to_ids(self, tokens) -> np.ndarray:
+        t = check_tokens(tokens, self.sizes)
+        return np.concatenate([[self.BOS], t[0], [self.EOS]]).astype(np.int64)
+
+    def sequence(self, tokens) -> np.ndarray:
+        return self.to_ids(tokens)
+
+    def from_ids(self, ids) -> np.ndarray:
+        """Tokens [1, T] (codebook 0) of an AR sequence: BOS, codes, EOS (a generated one
+        without the BOS, or cut before the EOS, reads too)."""
+        a = ints(ids, "ids").reshape(-1)
+        if a.size and a[0] == self.BOS:
+            a = a[1:]
+        if a.size and a[-1] == self.EOS:
+            a = a[:-1]
+        outside(a, 0, self.CODES, "a code of codebook 0")
+        return a[None]
+
+    def to_text(self, tokens) -> str:
+        return "".join(f"<|valle_{int(i)}|>" for i in self.to_ids(tokens))
+
+    def from_text(self, text: str) -> np.ndarray:
+        return self.from_ids([int(self.PATTERN.fullmatch(t).group(1))
+                              for t in parse_text(text, self.PATTERN, "a <|valle_i|> token")])
 
 
 class MusicgenIds:
