@@ -324,14 +324,16 @@ class Codec(FrameMath):
         audio [B, n] at the codec's rate; `enc.flush()` encodes the last partial frame."""
         from .stream import StreamEncoder
 
-        self._require_causal()
+        self._require_causal("encoder")
         return StreamEncoder(self, batch_size)
 
-    def _require_causal(self) -> None:
+    def _require_causal(self, what: str = "decoder") -> None:
         if not self.causal:
-            raise AudiotokError(f"{self.title} has no exact stream here (it is not causal, "
-                                "and has no stateful or exact windowed decoder); use "
-                                "encode()/decode() on whole inputs")
+            how = "no stateful or exact windowed decoder" if what == "decoder" else \
+                "no stateful encoder"
+            raise AudiotokError(f"{self.title} has no exact stream {what} here (it is not "
+                                f"causal, and has {how}); use encode()/decode() on whole "
+                                "inputs")
 
     # -- saving ------------------------------------------------------------------------------
     def save_pretrained(self, directory: str | os.PathLike) -> None:

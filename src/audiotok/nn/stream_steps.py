@@ -100,14 +100,15 @@ class ConvTranspose(Step):
 
     STATE = ("last",)
 
-    def __init__(self, conv: ConvTranspose1d):
+    def __init__(self, conv: ConvTranspose1d, tail: int | None = None):
         s = conv.stride[0]
         if conv.kernel_size[0] != 2 * s or conv.groups != 1:
             raise ValueError("a stream takes transposed convolutions of kernel 2 x stride")
         self.conv, self.stride, self.skip = conv, s, conv.padding[0]
         # the samples after the last frame's s: the offline output is (L + 1) s - 2 padding
-        # + output_padding long, from sample `padding` on
-        self.tail = s - conv.padding[0] + conv.output_padding[0]
+        # + output_padding long, from sample `padding` on (a causal layer that trims its
+        # overhang itself, tail=0, keeps L * s)
+        self.tail = s - conv.padding[0] + conv.output_padding[0] if tail is None else tail
         self.last: torch.Tensor | None = None  # the previous input frame
 
     def push(self, x):

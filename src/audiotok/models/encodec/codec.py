@@ -28,6 +28,7 @@ class EncodecCodec(Codec):
     last frame) and decoded apart."""
 
     family = FAMILY
+    stream_stateful = True  # decoder_stream(): the default of stream_decoder and the engine
 
     def __init__(self, model: EncodecModel, *, codebooks: int | None = None,
                  bandwidth: float | str | None = None, **kw):
@@ -67,6 +68,13 @@ class EncodecCodec(Codec):
         state_dict, config = load_checkpoint(path, config)
         model = build_model(EncodecModel, config, state_dict, str(path))
         return cls(model, source=str(path), **kw)
+
+    def decoder_stream(self):
+        """The stateful stream (models/encodec/stream.py): every frame decoded once, the first
+        audio once 7 frames are in, then each frame's 320 samples as it comes."""
+        from .stream import decoder_stream
+
+        return decoder_stream(self.model)
 
     @property
     def all_codebook_sizes(self) -> tuple[int, ...]:
