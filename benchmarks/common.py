@@ -74,3 +74,23 @@ def parser(doc: str):
                    help="where random weights are written once")
     p.add_argument("--json", type=Path, help="also write the results here")
     return p
+
+
+def report_rounds(rows: list, times: dict, memory: dict, same: bool, seconds: float,
+                  nominal: float, ours: str = "audiotok") -> None:
+    """Rows and printed lines for encode_decode_rounds' results (medians, real-time factors,
+    extra peak memory, whether the codes were equal), then `ours` against the faster of the
+    other implementations, per operation. `seconds` of audio ran; `nominal` was asked for."""
+    names = list(dict.fromkeys(name for name, _ in times))
+    width = max(len(n) for n in names)
+    for (name, kind), ts in times.items():
+        med = statistics.median(ts)
+        rows.append({"seconds": seconds, "impl": name, "op": kind, "median_s": med,
+                     "rtf": med / nominal, "extra_peak_mb": memory[name, kind],
+                     "codes_equal": same})
+        print(f"{seconds:5.1f} s {kind:6s} {name:{width}s} {med:7.2f} s  RTF {med / nominal:.3f}"
+              f"  +{memory[name, kind]:6.0f} MB  codes equal: {same}")
+    for kind in ("encode", "decode"):
+        fastest = min(statistics.median(times[name, kind]) for name in names if name != ours)
+        ratio = fastest / statistics.median(times[ours, kind])
+        print(f"{seconds:5.1f} s {kind}: {ours} {ratio:.2f}x the faster reference")

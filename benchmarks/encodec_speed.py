@@ -12,11 +12,10 @@ torch.inference_mode.
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 
 import torch
-from common import ROOT, encode_decode_rounds, parser, speech
+from common import ROOT, encode_decode_rounds, parser, report_rounds, speech
 
 sys.path.insert(0, str(ROOT))
 import audiotok  # noqa: E402
@@ -48,18 +47,7 @@ def main() -> None:
         with torch.inference_mode():
             times, memory, codes = encode_decode_rounds(impls, args.repeats)
         same = all(torch.equal(codes["audiotok"], c) for c in codes.values())
-        for (name, kind), ts in times.items():
-            med = statistics.median(ts)
-            rows.append({"seconds": n / 24000, "impl": name, "op": kind, "median_s": med,
-                         "rtf": med / seconds, "extra_peak_mb": memory[name, kind],
-                         "codes_equal": same})
-            print(f"{n / 24000:5.1f} s {kind:6s} {name:14s} {med:7.2f} s  RTF "
-                  f"{med / seconds:.3f}  +{memory[name, kind]:6.0f} MB  codes equal: {same}")
-        for kind in ("encode", "decode"):
-            fastest = min(statistics.median(times[name, kind]) for name in impls
-                          if name != "audiotok")
-            ratio = fastest / statistics.median(times["audiotok", kind])
-            print(f"{n / 24000:5.1f} s {kind}: audiotok {ratio:.2f}x the faster reference")
+        report_rounds(rows, times, memory, same, n / 24000, seconds)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

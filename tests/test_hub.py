@@ -106,3 +106,26 @@ def test_offline_without_cache_says_what_to_do(tmp_path):
 def test_unknown_name():
     with pytest.raises(ModelNotFoundError, match="neither an existing file or directory"):
         audiotok.load("no-such-model")
+
+
+def load_through_cache(tmp_path, repo_id: str, folder, name: str, audio, rate: int,
+                       options: str = ""):
+    """`audiotok.load(name + options)` in a fresh offline process, from a hub cache holding
+    `folder`'s model.safetensors and config.json as `repo_id`: (its stdout source, stderr,
+    the codes of `audio` [N] at `rate`)."""
+    import numpy as np
+
+    snapshot = cache_repo(tmp_path / "cache", repo_id, {
+        "model.safetensors": folder / "model.safetensors",
+        "config.json": folder / "config.json"})
+    np.save(tmp_path / "x.npy", np.asarray(audio, np.float32))
+    code = ("import audiotok, numpy as np\n"
+            f"c = audiotok.load({name!r}{options})\n"
+            f"t = c.encode(np.load(r'{tmp_path / 'x.npy'}'), {rate}).tokens\n"
+            f"np.save(r'{tmp_path / 'codes.npy'}', t.numpy())\n"
+            "print(c.source)\n")
+    out = _run(code, {"HF_HUB_CACHE": str(tmp_path / "cache"),
+                      "HF_HOME": str(tmp_path / "home")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(snapshot / "model.safetensors")]
+    return out.stderr, np.load(tmp_path / "codes.npy")

@@ -52,7 +52,9 @@ def _family_facts(family) -> dict:
     cls = family.codec_class()
     return {"title": family.title, "names": [p.name for p in family.presets],
             "hub": [p.repo_id for p in family.presets], "causal": cls.causal,
-            "streaming": "exact" if cls.causal else "windowed (server)",
+            "streaming": ("exact" if cls.causal else
+                          "exact, stateful (library and server)" if cls.stream_stateful else
+                          "exact windows" if cls.stream_exact else "windowed (server)"),
             "exports": family.export_formats(), "llm_schemes": list(family.llm_schemes),
             "load_options": {n: o.help for n, o in family.options.items()} or "none",
             "weights_licence": family.licence}

@@ -153,12 +153,13 @@ class Chain(Step):
 
 
 class Residual(Step):
-    """x + branch(x): x held until the branch's output for it comes."""
+    """x + branch(x), or skip(x) + branch(x) with a pointwise-in-time `skip` layer (a 1x1
+    convolution): x held until the branch's output for it comes."""
 
     STATE, children = ("held",), ("branch",)
 
-    def __init__(self, branch: Step):
-        self.branch, self.held = branch, None
+    def __init__(self, branch: Step, skip: nn.Module | None = None):
+        self.branch, self.skip, self.held = branch, skip, None
 
     def push(self, x):
         self.held = cat(self.held, x)
@@ -171,7 +172,8 @@ class Residual(Step):
         if y is None or y.shape[-1] == 0:
             return None
         n = y.shape[-1]
-        out = self.held[..., :n] + y
+        x = self.held[..., :n]
+        out = (x if self.skip is None else self.skip(x)) + y
         self.held = self.held[..., n:]
         return out
 

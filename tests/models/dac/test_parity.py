@@ -172,23 +172,11 @@ def test_a_narrow_latent_as_the_16kbps_model(tmp_path):
 def test_the_name_resolves_through_the_hub_cache(dac_refs, tmp_path):
     """`audiotok.load("dac-44khz")` offline, from a cache laid out as descript/dac_44khz is
     (the transformers layout), in a fresh process: the package's codes, the licence announced."""
-    from tests.test_hub import _run, cache_repo
+    from tests.test_hub import load_through_cache
 
     r = dac_refs("tiny")
-    snapshot = cache_repo(tmp_path / "cache", "descript/dac_44khz", {
-        "model.safetensors": r.hf_dir / "model.safetensors",
-        "config.json": r.hf_dir / "config.json"})
     x = noise(2000, 9)
-    np.save(tmp_path / "x.npy", x[0, 0].numpy())
-    code = ("import audiotok, numpy as np\n"
-            "c = audiotok.load('dac-44khz')\n"
-            f"t = c.encode(np.load(r'{tmp_path / 'x.npy'}'), 44100).tokens\n"
-            f"np.save(r'{tmp_path / 'codes.npy'}', t.numpy())\n"
-            "print(c.source)\n")
-    out = _run(code, {"HF_HUB_CACHE": str(tmp_path / "cache"),
-                      "HF_HOME": str(tmp_path / "home")})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == [str(snapshot / "model.safetensors")]
-    assert "MIT licence" in out.stderr
-    assert np.array_equal(np.load(tmp_path / "codes.npy"),
-                          reference.reference_codes(r.ref, x).numpy())
+    stderr, codes = load_through_cache(tmp_path, "descript/dac_44khz", r.hf_dir, "dac-44khz",
+                                       x[0, 0].numpy(), 44100)
+    assert "MIT licence" in stderr
+    assert np.array_equal(codes, reference.reference_codes(r.ref, x).numpy())

@@ -104,22 +104,11 @@ def test_options_and_refusals(enc_ref, tmp_path):
 
 
 def test_the_name_resolves_through_the_hub_cache(enc_ref, tmp_path):
-    from tests.test_hub import _run, cache_repo
+    from tests.test_hub import load_through_cache
 
-    snapshot = cache_repo(tmp_path / "cache", "facebook/encodec_24khz", {
-        "model.safetensors": enc_ref.hf_dir / "model.safetensors",
-        "config.json": enc_ref.hf_dir / "config.json"})
     x = noise(2000, 9)
-    np.save(tmp_path / "x.npy", x[0, 0].numpy())
-    code = ("import audiotok, numpy as np\n"
-            "c = audiotok.load('encodec-24khz', bandwidth='6')\n"
-            f"t = c.encode(np.load(r'{tmp_path / 'x.npy'}'), 24000).tokens\n"
-            f"np.save(r'{tmp_path / 'codes.npy'}', t.numpy())\n"
-            "print(c.source)\n")
-    out = _run(code, {"HF_HUB_CACHE": str(tmp_path / "cache"),
-                      "HF_HOME": str(tmp_path / "home")})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == [str(snapshot / "model.safetensors")]
-    assert "licence not stated" in out.stderr
-    assert np.array_equal(np.load(tmp_path / "codes.npy"),
-                          reference.reference_codes(enc_ref.ref, x, 6.0).numpy())
+    stderr, codes = load_through_cache(tmp_path, "facebook/encodec_24khz", enc_ref.hf_dir,
+                                       "encodec-24khz", x[0, 0].numpy(), 24000,
+                                       options=", bandwidth='6'")
+    assert "licence not stated" in stderr
+    assert np.array_equal(codes, reference.reference_codes(enc_ref.ref, x, 6.0).numpy())

@@ -42,10 +42,10 @@ FAMILY = Family(
     detect=_detect,
     llm_schemes={"bark": ".llm:BarkIds", "valle": ".llm:ValleIds", "musicgen": ".llm:MusicgenIds",
                  "musicgen-stereo": ".llm:MusicgenStereoIds"},
-    options={"codebooks": LoadOption("codebooks encode gives (EnCodec 24 kHz: 1..32, default "
-                                     "all, as the encodec package; transformers defaults to 2)",
+    options={"codebooks": LoadOption("codebooks encode gives (1..32, default all, as the encodec "
+                                     "package; transformers defaults to 2)",
                                      int),
-             "bandwidth": LoadOption("EnCodec: a target bandwidth in kbit/s (1.5, 3, 6, 12, "
+             "bandwidth": LoadOption("a target bandwidth in kbit/s (1.5, 3, 6, 12, "
                                      "24), which sets the codebooks (6: 8 codebooks, Bark's "
                                      "and VALL-E's)")},
 )

@@ -8,14 +8,24 @@ first audio comes once 7 frames are in); then it keeps its last `(k - 1) d` inpu
 that ends before a layer has started pads as the package's pad1d does for a short input (zero-
 extension, then reflection). The LSTM carries its state; a transposed convolution keeps its last
 input frame and puts out `stride` samples a frame (its overhang is trimmed, as the causal
-layer trims it); a residual block adds its 1x1 shortcut of its input to its branch's output.
+layer trims it); a residual block adds its 1x1 shortcut of its input to its branch's output
+(nn/stream_steps.py's Residual with a skip layer).
 """
 
 from __future__ import annotations
 
 import torch
 
-from ...nn.stream_steps import Chain, ConvTranspose, DecoderStream, Pointwise, Step, build, cat
+from ...nn.stream_steps import (
+    Chain,
+    ConvTranspose,
+    DecoderStream,
+    Pointwise,
+    Residual,
+    Step,
+    build,
+    cat,
+)
 from .model import SLSTM, EncodecModel, ResnetBlock, SConv1d, SConvTranspose1d, pad1d
 
 
@@ -69,30 +79,6 @@ class _Lstm(Step):
         return (y + seq).permute(1, 2, 0)
 
 
-class _Resnet(Step):
-    """shortcut(x) + branch(x): x held until the branch's output for it comes."""
-
-    STATE, children = ("held",), ("branch",)
-
-    def __init__(self, block: ResnetBlock, branch: Step):
-        self.shortcut, self.branch, self.held = block.shortcut, branch, None
-
-    def push(self, x):
-        self.held = cat(self.held, x)
-        return self._add(self.branch.push(x))
-
-    def flush(self):
-        return self._add(self.branch.flush())
-
-    def _add(self, y):
-        if y is None or y.shape[-1] == 0:
-            return None
-        n = y.shape[-1]
-        out = self.shortcut(self.held[..., :n]) + y
-        self.held = self.held[..., n:]
-        return out
-
-
 def decoder_stream(model: EncodecModel) -> DecoderStream:
     def custom(module) -> Step | None:
         if isinstance(module, SConv1d):
@@ -104,7 +90,7 @@ def decoder_stream(model: EncodecModel) -> DecoderStream:
         if isinstance(module, SLSTM):
             return _Lstm(module)
         if isinstance(module, ResnetBlock):
-            return _Resnet(module, Chain([build(m, custom) for m in module.block]))
+            return Residual(Chain([build(m, custom) for m in module.block]), module.shortcut)
         if isinstance(module, torch.nn.ELU):
             return Pointwise(module)
         return None
