@@ -19,6 +19,20 @@ _WN_SPELLINGS = (
 )
 
 
+def weights_file(path, patterns: Iterable[str], what: str, expected: str) -> Path:
+    """The weights file a checkpoint path stands for: the path itself if it is a file, else the
+    first file in the folder that matches `patterns` in order (names or globs; a glob's matches
+    sorted); CheckpointError "no `what` here (expected `expected`)" otherwise."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    for pattern in patterns:
+        found = sorted(f for f in path.glob(pattern) if f.is_file())
+        if found:
+            return found[0]
+    raise CheckpointError(f"{path}: no {what} here (expected {expected})")
+
+
 def read_torch(path: Path) -> dict[str, torch.Tensor]:
     """Tensors of a torch checkpoint (`torch.load(weights_only=True)`), unwrapping `state_dict`."""
     obj = read_torch_object(path)

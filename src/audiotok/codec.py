@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from safetensors.torch import save_file
 from torch import nn
 
@@ -178,6 +179,20 @@ class Codec(FrameMath):
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    def _encode_by_length(self, items: list[AudioItem], lengths: list[int]
+                          ) -> list[torch.Tensor]:
+        """Tokens [K, T_i] per item, each zero-padded to lengths[i] samples; items of one length
+        run as one batch, every other length on its own (for a codec whose padding would reach
+        a shorter item's codes)."""
+        out: list[torch.Tensor | None] = [None] * len(items)
+        for n, group in by_length(lengths):
+            audio = torch.stack([F.pad(items[i].samples.to(self.device).view(1, -1),
+                                       (0, n - items[i].samples.numel())) for i in group])
+            tokens = self._run("encode", self.model.encode, audio).cpu()
+            for j, i in enumerate(group):
+                out[i] = tokens[j]
+        return out
+
     def _encode_causal(self, audio: torch.Tensor) -> torch.Tensor:
         """model.encode(audio) for a causal codec, long inputs in streamed pieces of
         encode_chunk_frames (the same tokens). A last piece shorter than a frame is the
@@ -231,6 +246,16 @@ class Codec(FrameMath):
         item's length in frames)."""
         raise NotImplementedError
 
+    def _decode_by_length(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """_decode_batch for a codec whose padding would reach a shorter item's audio: items of
+        one length as one batch, every other length on its own."""
+        out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * self.samples_per_frame,
+                          device=tokens.device)
+        for n, group in by_length(lengths.tolist()):
+            audio = self._run("decode", self.model.decode, tokens[group][..., :n])
+            out[group, :, : audio.shape[-1]] = audio.to(out.dtype)
+        return out
+
     def _decode_at(self, tokens: torch.Tensor, lengths: torch.Tensor, frame_offsets: torch.Tensor
                    ) -> torch.Tensor:
         """_decode_batch for items that start at frame_offsets of their streams; a codec whose
@@ -259,6 +284,13 @@ class Codec(FrameMath):
         frame; DAC at 24/16 kHz), else 0."""
         one = int(self.audio_lengths(torch.tensor([1]))[0])
         return int(one < self.samples_per_frame)
+
+    def check_lookahead(self, lookahead: int) -> None:
+        """ValueError unless decoding windows of `lookahead` frames keep whole frames."""
+        if lookahead < self.min_lookahead:
+            raise ValueError(f"{self.title} needs a lookahead of at least {self.min_lookahead} "
+                             f"frame (a frame's last samples depend on the next), got "
+                             f"{lookahead}")
 
     @property
     def decode_codebooks(self) -> range:
@@ -346,6 +378,17 @@ class Codec(FrameMath):
         config = {"codec": self.name, "format_version": 1, **self.config.to_dict()}
         with atomic_output(d / "config.json") as tmp:
             tmp.write_text(json.dumps(config, indent=1) + "\n")
+
+
+def codebooks_setting(codebooks, total: int) -> int:
+    """A codec's `codebooks` load option: how many of its `total` codebooks encode() gives
+    (None: all)."""
+    if codebooks is None:
+        return total
+    if not isinstance(codebooks, int) or isinstance(codebooks, bool) or \
+            not 1 <= codebooks <= total:
+        raise AudiotokError(f"codebooks must be 1..{total}, got {codebooks!r}")
+    return codebooks
 
 
 def by_length(lengths: list[int]) -> list[tuple[int, list[int]]]:

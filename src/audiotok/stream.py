@@ -125,10 +125,7 @@ class WindowedStreamDecoder(_TokenStream):
                     or not all(isinstance(w, int) and w >= 0 for w in window)):
                 raise ValueError(f"window must be (left, lookahead) frames >= 0, got {window!r}")
             self.left, self.lookahead = window
-        if self.lookahead < codec.min_lookahead:
-            raise ValueError(f"{codec.title} needs a lookahead of at least "
-                             f"{codec.min_lookahead} frame (a frame's last samples depend on "
-                             f"the next), got {self.lookahead}")
+        codec.check_lookahead(self.lookahead)
         self.align = codec.window_align
         self.history = torch.zeros(batch_size, codec.num_codebooks, 0, dtype=torch.long)
         self.start = 0  # the stream frame history[..., 0] is

@@ -128,9 +128,7 @@ class Checkpoint:
 def licence_notice(title: str, licence: str) -> str:
     """What loading a model prints about its weights' licence (`licence` as a family declares
     it: a licence's name, or a sentence saying none is stated)."""
-    if licence.startswith("licence not stated"):
-        return f"audiotok: {title} weights: {licence}."
-    return f"audiotok: {title} weights are under the {licence}."
+    return f"audiotok: {title} weights: {licence}."
 
 
 def config_from_dict(cls, d: dict, title: str):

@@ -24,6 +24,12 @@ from .slots import GraphedSteps, SlotTable, bucket_sizes
 from .streams import DecodeStream, EncodeStream
 
 
+def warm_grid(rows: int, max_frames: int) -> list[tuple[int, int]]:
+    """(streams, frames) a warm-up runs, (1, 1) first: every batch size at one frame and every
+    frame count at one stream."""
+    return [(b, 1) for b in range(1, rows + 1)] + [(1, f) for f in range(2, max_frames + 1)]
+
+
 def step_frames(waiting: list[int], limit: int) -> int:
     """Frames per row for a step whose streams have `waiting` frames each: their lower median,
     1 to `limit`."""
@@ -55,8 +61,7 @@ class _Slotted:
         per (batch, frames) bucket, so that none is captured while serving."""
         if self.graphs is not None:
             return [(b, f) for b in bucket_sizes(rows) for f in bucket_sizes(self.max_frames)]
-        return ([(b, 1) for b in range(1, rows + 1)]
-                + [(1, f) for f in range(2, self.max_frames + 1)])
+        return warm_grid(rows, self.max_frames)
 
     def _call(self, model, x: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
@@ -160,10 +165,7 @@ class WindowedDecode:
     mode = "windowed"
 
     def __init__(self, codec, window: WindowSettings):
-        if window.lookahead < codec.min_lookahead:
-            raise ValueError(f"{codec.title} needs a window lookahead of at least "
-                             f"{codec.min_lookahead} frame (a frame's last samples depend on "
-                             f"the next), got {window.lookahead}")
+        codec.check_lookahead(window.lookahead)
         self.codec = codec
         self.window = window
 
@@ -241,9 +243,7 @@ class StatefulDecode:
         self.max_frames = max_frames
 
     def warm_shapes(self, rows: int) -> list[tuple[int, int]]:
-        """Every batch size at one frame and every frame count at one stream."""
-        return ([(b, 1) for b in range(1, rows + 1)]
-                + [(1, f) for f in range(2, self.max_frames + 1)])
+        return warm_grid(rows, self.max_frames)
 
     def warm(self, slots: list, frames: int) -> None:
         """Streams of silence on `len(slots)` rows (slots: None each, this runner has no batch

@@ -5,11 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from ...audio import AudioItem
 from ...checkpoint import build_model
-from ...codec import Codec, by_length
+from ...codec import Codec, codebooks_setting
 from ...errors import AudioError, AudiotokError
 from . import FAMILY
 from .config import DacConfig
@@ -40,11 +39,7 @@ class DacCodec(Codec):
                  padding: str = "frame", **kw):
         super().__init__(model, model.config, **kw)
         cfg = model.config
-        if codebooks is None:
-            codebooks = cfg.n_codebooks
-        if not isinstance(codebooks, int) or isinstance(codebooks, bool) or \
-                not 1 <= codebooks <= cfg.n_codebooks:
-            raise AudiotokError(f"codebooks must be 1..{cfg.n_codebooks}, got {codebooks!r}")
+        codebooks = codebooks_setting(codebooks, cfg.n_codebooks)
         if padding not in PADDINGS:
             raise AudiotokError(f"padding must be one of {', '.join(PADDINGS)}, got {padding!r}")
         self.padding = padding
@@ -114,22 +109,8 @@ class DacCodec(Codec):
                 raise AudioError(f"{n} samples is less than one DAC frame with padding="
                                  f"'layer' ({spf} samples at {self.sample_rate} Hz); use "
                                  "padding='frame', which pads it to a whole frame")
-        lengths = [self.num_frames(n) * spf if self.padding == "frame" else n for n in sizes]
-        out: list[torch.Tensor | None] = [None] * len(items)
-        for n, group in by_length(lengths):
-            audio = torch.stack([F.pad(items[i].samples.to(self.device).view(1, -1),
-                                       (0, n - sizes[i])) for i in group])
-            tokens = self._run("encode", self.model.encode, audio).cpu()
-            for j, i in enumerate(group):
-                out[i] = tokens[j]
-        return out
+        return self._encode_by_length(items, [self.num_frames(n) * spf if self.padding == "frame"
+                                              else n for n in sizes])
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Items of one length as a batch, each length on its own (padding would reach a
-        non-causal item's audio)."""
-        out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * self.samples_per_frame,
-                          device=tokens.device)
-        for n, group in by_length(lengths.tolist()):
-            audio = self._run("decode", self.model.decode, tokens[group][..., :n])
-            out[group, :, : audio.shape[-1]] = audio.to(out.dtype)
-        return out
+        return self._decode_by_length(tokens, lengths)

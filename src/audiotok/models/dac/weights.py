@@ -16,24 +16,23 @@ from pathlib import Path
 
 import torch
 
-from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch_object
+from ...checkpoint import (
+    fold_weight_norm,
+    read_json,
+    read_safetensors,
+    read_torch_object,
+    weights_file,
+)
 from ...errors import CheckpointError
 from . import layout_of
 from .config import DacConfig
 
-_FILES = ("model.safetensors", "weights.pth")
-
 
 def checkpoint_file(path: Path) -> Path:
     """The weights file of a checkpoint path (a file, or a folder holding one)."""
-    path = Path(path)
-    if path.is_file():
-        return path
-    found = [path / n for n in _FILES if (path / n).is_file()] + sorted(path.glob("weights*.pth"))
-    if found:
-        return found[0]
-    raise CheckpointError(f"{path}: no DAC weights here (expected model.safetensors beside a "
-                          "config.json, or the dac package's weights*.pth)")
+    return weights_file(path, ("model.safetensors", "weights*.pth"),
+                        "DAC weights", "model.safetensors beside a config.json, or the dac "
+                        "package's weights*.pth")
 
 
 def load_checkpoint(path: Path, config: DacConfig | None = None

@@ -8,7 +8,7 @@ import torch
 
 from ...audio import AudioItem
 from ...checkpoint import build_model
-from ...codec import Codec, by_length
+from ...codec import Codec, codebooks_setting
 from ...errors import AudiotokError
 from . import FAMILY
 from .config import EncodecConfig
@@ -48,11 +48,7 @@ class EncodecCodec(Codec):
                 raise AudiotokError(f"bandwidth must be one of {list(cfg.target_bandwidths)} "
                                     f"kbit/s, got {bandwidth!r}")
             codebooks = cfg.codebooks_for(bw)
-        if codebooks is None:
-            codebooks = cfg.n_q
-        if not isinstance(codebooks, int) or isinstance(codebooks, bool) or \
-                not 1 <= codebooks <= cfg.n_q:
-            raise AudiotokError(f"codebooks must be 1..{cfg.n_q}, got {codebooks!r}")
+        codebooks = codebooks_setting(codebooks, cfg.n_q)
         self.model.encode_levels = codebooks
         self.sample_rate = cfg.sample_rate
         self.samples_per_frame = cfg.hop_length
@@ -87,7 +83,7 @@ class EncodecCodec(Codec):
     @property
     def bandwidth(self) -> float:
         """kbit/s of the codebooks encode() gives."""
-        return self.num_codebooks * 10 * self.config.frame_rate / 1000
+        return self.num_codebooks * self.config.kbps_per_codebook
 
     def info(self) -> dict:
         return {**super().info(), "bandwidth_kbps": self.bandwidth}
@@ -95,19 +91,7 @@ class EncodecCodec(Codec):
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
         """Items of one length run as a batch, each length on its own (the reflection at the
         end reaches the last frame)."""
-        sizes = [it.samples.numel() for it in items]
-        out: list[torch.Tensor | None] = [None] * len(items)
-        for _, group in by_length(sizes):
-            audio = torch.stack([items[i].samples.to(self.device).view(1, -1) for i in group])
-            tokens = self._run("encode", self.model.encode, audio).cpu()
-            for j, i in enumerate(group):
-                out[i] = tokens[j]
-        return out
+        return self._encode_by_length(items, [it.samples.numel() for it in items])
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * self.samples_per_frame,
-                          device=tokens.device)
-        for n, group in by_length(lengths.tolist()):
-            audio = self._run("decode", self.model.decode, tokens[group][..., :n])
-            out[group, :, : audio.shape[-1]] = audio.to(out.dtype)
-        return out
+        return self._decode_by_length(tokens, lengths)

@@ -62,10 +62,14 @@ class EncodecConfig:
         """Codebooks the model holds: the top bandwidth's (`_get_model`)."""
         return int(1000 * self.target_bandwidths[-1] // (self.frame_rate * 10))
 
+    @property
+    def kbps_per_codebook(self) -> float:
+        """kbit/s one codebook adds (`get_bandwidth_per_quantizer`: 0.75 at 24 kHz)."""
+        return math.log2(self.bins) * self.frame_rate / 1000
+
     def codebooks_for(self, bandwidth: float) -> int:
         """Codebooks of a target bandwidth in kbit/s (`get_num_quantizers_for_bandwidth`)."""
-        per_q = math.log2(self.bins) * self.frame_rate / 1000
-        return int(max(1, math.floor(bandwidth / per_q)))
+        return int(max(1, math.floor(bandwidth / self.kbps_per_codebook)))
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -17,26 +17,20 @@ from pathlib import Path
 
 import torch
 
-from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch
+from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch, weights_file
 from ...errors import CheckpointError
 from . import layout_of
 from .config import ENCODEC_24KHZ, ENCODEC_48KHZ, EncodecConfig
 
-_FILES = ("model.safetensors",)
 _EMBED = re.compile(r"^quantizer\.(?:vq\.layers|layers)\.(\d+)\.(?:_codebook|codebook)\.embed$")
 _TRAINING = re.compile(r"\.(inited|cluster_size|embed_avg)$")
 
 
 def checkpoint_file(path: Path) -> Path:
     """The weights file of a checkpoint path (a file, or a folder holding one)."""
-    path = Path(path)
-    if path.is_file():
-        return path
-    found = [path / n for n in _FILES if (path / n).is_file()] + sorted(path.glob("encodec_*.th"))
-    if found:
-        return found[0]
-    raise CheckpointError(f"{path}: no EnCodec weights here (expected model.safetensors beside a "
-                          "config.json, or the encodec package's encodec_*.th)")
+    return weights_file(path, ("model.safetensors", "encodec_*.th"),
+                        "EnCodec weights", "model.safetensors beside a config.json, or the "
+                        "encodec package's encodec_*.th")
 
 
 def load_checkpoint(path: Path, config: EncodecConfig | None = None

@@ -8,7 +8,7 @@ import torch
 
 from ...audio import AudioItem
 from ...checkpoint import build_model
-from ...codec import Codec
+from ...codec import Codec, codebooks_setting
 from ...errors import AudiotokError
 from . import FAMILY
 from .config import MimiConfig
@@ -42,10 +42,7 @@ class MimiCodec(Codec):
                  padding: str = "frame", **kw):
         super().__init__(model, model.config, **kw)
         config = model.config
-        if codebooks is None:
-            codebooks = config.num_quantizers
-        if not isinstance(codebooks, int) or not 1 <= codebooks <= config.num_quantizers:
-            raise AudiotokError(f"codebooks must be 1..{config.num_quantizers}, got {codebooks!r}")
+        codebooks = codebooks_setting(codebooks, config.num_quantizers)
         if padding not in PADDINGS:
             raise AudiotokError(f"padding must be one of {', '.join(PADDINGS)}, got {padding!r}")
         self.padding = padding

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from ...checkpoint import read_json, read_safetensors, read_torch
+from ...checkpoint import read_json, read_safetensors, read_torch, weights_file
 from ...errors import CheckpointError
 from . import layout_of
 from .config import MIMI, MimiConfig
@@ -73,16 +73,10 @@ _QK = re.compile(r"\.self_attn\.([qkv])_proj\.weight$")
 
 def checkpoint_file(path: Path) -> Path:
     """The weights file of a checkpoint path (a file, or a folder holding one)."""
-    path = Path(path)
-    if path.is_file():
-        return path
-    if (path / "model.safetensors").is_file():
-        return path / "model.safetensors"
-    found = sorted(path.glob("*mimi*.safetensors")) + sorted(path.glob("tokenizer-*.safetensors"))
-    if found:
-        return found[0]
-    raise CheckpointError(f"{path}: no Mimi weights here (expected model.safetensors, "
-                          "tokenizer-*.safetensors or mimi-*.safetensors)")
+    return weights_file(path, ("model.safetensors", "*mimi*.safetensors",
+                               "tokenizer-*.safetensors"),
+                        "Mimi weights", "model.safetensors, tokenizer-*.safetensors or "
+                        "mimi-*.safetensors")
 
 
 def load_checkpoint(path: Path, config: MimiConfig | None = None

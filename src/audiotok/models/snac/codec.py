@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from ...audio import AudioItem
 from ...checkpoint import build_model
@@ -79,15 +78,8 @@ class SnacCodec(Codec):
         """Items of one padded length run as a batch (the same codes as alone); each length
         on its own (padding more than its own would change a non-causal item's codes)."""
         spf = self.samples_per_frame
-        out: list[torch.Tensor | None] = [None] * len(items)
-        for n, group in by_length([self.num_frames(it.samples.numel()) for it in items]):
-            audio = torch.stack([F.pad(items[i].samples.to(self.device).view(1, -1),
-                                       (0, n * spf - items[i].samples.numel()))
-                                 for i in group])
-            tokens = self._run("encode", self.model.encode, audio).cpu()
-            for j, i in enumerate(group):
-                out[i] = tokens[j]
-        return out
+        return self._encode_by_length(items, [self.num_frames(it.samples.numel()) * spf
+                                              for it in items])
 
     # -- the reference's per-level form --------------------------------------------------------
     def to_levels(self, codes) -> list[torch.Tensor]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch
+from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch, weights_file
 from ...errors import CheckpointError
 from .config import SnacConfig
 
@@ -24,14 +24,8 @@ _DROPPED = re.compile(r"\.rel_pos\.(inv_freq|scale)$")
 
 def checkpoint_file(path: Path) -> Path:
     """The weights file of a checkpoint path (a file, or a folder holding one)."""
-    path = Path(path)
-    if path.is_file():
-        return path
-    for name in _FILES:
-        if (path / name).is_file():
-            return path / name
-    raise CheckpointError(f"{path}: no SNAC weights here (expected {' or '.join(_FILES)} "
-                          "beside a config.json)")
+    return weights_file(path, _FILES, "SNAC weights",
+                        f"{' or '.join(_FILES)} beside a config.json")
 
 
 def load_checkpoint(path: Path, config: SnacConfig | None = None
