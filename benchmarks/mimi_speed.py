@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 
 os.environ.setdefault("NO_TORCH_COMPILE", "1")
 
 import torch  # noqa: E402
-from common import ROOT, encode_decode_rounds, parser, speech  # noqa: E402
+from common import ROOT, encode_decode_rounds, parser, report_rounds, speech  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 import audiotok  # noqa: E402
@@ -51,17 +50,7 @@ def main() -> None:
         with torch.inference_mode():
             times, memory, codes = encode_decode_rounds(impls, args.repeats)
         same = all(torch.equal(codes["audiotok"], c) for c in codes.values())
-        for (name, kind), ts in times.items():
-            med = statistics.median(ts)
-            rows.append({"seconds": seconds, "impl": name, "op": kind, "median_s": med,
-                         "rtf": med / seconds, "extra_peak_mb": memory[name, kind],
-                         "tokens_equal": same})
-            print(f"{seconds:5.0f} s {kind:6s} {name:18s} {med:7.2f} s  RTF {med / seconds:.3f}"
-                  f"  +{memory[name, kind]:6.0f} MB  tokens equal: {same}")
-        for kind in ("encode", "decode"):
-            ours_s = statistics.median(times["audiotok", kind])
-            best = min(statistics.median(times[n, kind]) for n in impls if n != "audiotok")
-            print(f"{seconds:5.0f} s {kind}: audiotok {best / ours_s:.2f}x the faster reference")
+        report_rounds(rows, times, memory, same, seconds, seconds)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 

@@ -13,11 +13,10 @@ package draws torch's global generator; audiotok's default seeded noise).
 from __future__ import annotations
 
 import json
-import statistics
 import sys
 
 import torch
-from common import ROOT, encode_decode_rounds, parser, speech
+from common import ROOT, encode_decode_rounds, parser, report_rounds, speech
 
 sys.path.insert(0, str(ROOT))
 import audiotok  # noqa: E402
@@ -50,17 +49,7 @@ def main() -> None:
         with torch.inference_mode():
             times, memory, codes = encode_decode_rounds(impls, args.repeats)
         same = torch.equal(codes["audiotok"], codes["snac 1.2.1"])
-        for (name, kind), ts in times.items():
-            med = statistics.median(ts)
-            rows.append({"seconds": n / rate, "impl": name, "op": kind, "median_s": med,
-                         "rtf": med / seconds, "extra_peak_mb": memory[name, kind],
-                         "tokens_equal": same})
-            print(f"{n / rate:5.1f} s {kind:6s} {name:12s} {med:7.2f} s  RTF {med / seconds:.3f}"
-                  f"  +{memory[name, kind]:6.0f} MB  tokens equal: {same}")
-        for kind in ("encode", "decode"):
-            ratio = statistics.median(times["snac 1.2.1", kind]) / \
-                statistics.median(times["audiotok", kind])
-            print(f"{n / rate:5.1f} s {kind}: audiotok {ratio:.2f}x the snac package")
+        report_rounds(rows, times, memory, same, n / rate, seconds)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 
