@@ -56,6 +56,9 @@ class Codec(FrameMath):
     # Non-causal codecs with their own stateful decoder stream (decoder_stream(): every frame
     # decoded once, samples out as they become final): stream_decoder and the engine use it.
     stream_stateful: bool = False
+    # Non-causal codecs with their own stateful encoder stream (encoder_stream(): the tokens of
+    # each frame once its samples are in): stream_encoder and the engine use it.
+    encode_stateful: bool = False
     # Causal codecs: long inputs run through the streaming path in pieces of this many frames
     # (exact): bounded memory, and faster than one huge pass on CPU. None: one pass, as with
     # CUDA graphs. See _encode_causal / _decode_causal.
@@ -353,11 +356,20 @@ class Codec(FrameMath):
 
     def stream_encoder(self, batch_size: int = 1):
         """Incremental encoder: `with codec.stream_encoder(B) as enc: tokens = enc.push(audio)`;
-        audio [B, n] at the codec's rate; `enc.flush()` encodes the last partial frame."""
-        from .stream import StreamEncoder
+        audio [B, n] at the codec's rate; `enc.flush()` encodes the last partial frame (as
+        the offline encode pads it)."""
+        from .stream import StepStreamEncoder, StreamEncoder
 
+        if self.encode_stateful:
+            return StepStreamEncoder(self, self.encoder_stream, batch_size)
         self._require_causal("encoder")
         return StreamEncoder(self, batch_size)
+
+    def encoder_stream(self):
+        """A stateful encoder stream (encode_stateful codecs): push(audio [B, 1, n]) -> tokens
+        [B, K, t] now final, finish() -> the rest, copy(), key() and push_together (as
+        decoder_stream's; the engine's StatefulEncode)."""
+        raise AudiotokError(f"{self.title} has no stateful encoder stream")
 
     def _require_causal(self, what: str = "decoder") -> None:
         if not self.causal:

@@ -225,6 +225,44 @@ class StreamEncoder(_Stream):
             return self.model.encode(x).cpu()
 
 
+class StepStreamEncoder:
+    """Audio in, tokens out through a codec's own stateful encoder stream (`make()`; see
+    Codec.encoder_stream): each frame's tokens as soon as its samples are in, the last partial
+    frame's at flush, the whole equal to the offline encode."""
+
+    def __init__(self, codec, make, batch_size: int = 1):
+        _check_batch_size(batch_size)
+        self.codec, self.make, self.batch_size = codec, make, batch_size
+        self.inner = None
+        self.samples = 0
+
+    def __enter__(self):
+        self.inner = self.make()
+        return self
+
+    def __exit__(self, *exc):
+        self.inner = None
+
+    def _check_open(self) -> None:
+        if self.inner is None:
+            raise RuntimeError("use the stream inside a `with` block")
+
+    def push(self, audio) -> torch.Tensor:
+        """Tokens [B, K, t] (t >= 0) for audio [B, n] at the codec's sample rate."""
+        self._check_open()
+        chunk = _audio_chunk(audio, self.batch_size)
+        self.samples += chunk.shape[-1]
+        with torch.inference_mode():
+            return self.inner.push(chunk[:, None].to(self.codec.device, self.codec.dtype)).cpu()
+
+    def flush(self) -> torch.Tensor:
+        """The tokens of the rest (the stream's end); the stream is done after it."""
+        self._check_open()
+        with torch.inference_mode():
+            out = self.inner.finish().cpu()
+        return out if out.shape[0] == self.batch_size else out.expand(self.batch_size, -1, -1)
+
+
 def _token_chunk(tokens, batch_size: int, codec) -> torch.Tensor:
     t = tokens if isinstance(tokens, torch.Tensor) else torch.from_numpy(np.asarray(tokens))
     if t.ndim != 3 or t.shape[0] != batch_size or t.shape[1] != codec.num_codebooks:

@@ -14,7 +14,8 @@ determines:
 
 A codec adds steps for its own layers (`build(module, custom)`) and wraps the chain in a
 `DecoderStream` with its tokens-to-latents function. Streams whose states have the same shapes
-run as one batch (`DecoderStream.push_together`, the engine's StatefulDecode).
+run as one batch (`DecoderStream.push_together`, the engine's StatefulDecode). An encoder's
+chain (audio to latents, e.g. EnCodec's) runs the same way in an `EncoderStream`.
 """
 
 from __future__ import annotations
@@ -96,15 +97,17 @@ class Conv(Step):
 class ConvTranspose(Step):
     """Kernel 2 s, stride s: sample j of the unpadded output gets input frames floor(j / s) - 1
     and floor(j / s); the offline output is that from sample `padding` on, `tail` samples past
-    the last frame's s (`padding` when output_padding makes the output L * s long)."""
+    the last frame's s (`padding` when output_padding makes the output L * s long). A layer
+    that trims its output itself (padding 0 in the convolution) gives `skip` and `tail`."""
 
     STATE = ("last",)
 
-    def __init__(self, conv: ConvTranspose1d, tail: int | None = None):
+    def __init__(self, conv: ConvTranspose1d, tail: int | None = None, skip: int | None = None):
         s = conv.stride[0]
         if conv.kernel_size[0] != 2 * s or conv.groups != 1:
             raise ValueError("a stream takes transposed convolutions of kernel 2 x stride")
-        self.conv, self.stride, self.skip = conv, s, conv.padding[0]
+        self.conv, self.stride = conv, s
+        self.skip = conv.padding[0] if skip is None else skip  # samples dropped at the start
         # the samples after the last frame's s: the offline output is (L + 1) s - 2 padding
         # + output_padding long, from sample `padding` on (a causal layer that trims its
         # overhang itself, tail=0, keeps L * s)
@@ -254,13 +257,9 @@ class DecoderStream:
                       ) -> list[tuple[DecoderStream, torch.Tensor]]:
         """(streams[i] advanced by tokens[i : i + 1], its audio) for every i, run as one batch
         (equal keys); the given streams are left as they were."""
-        batch = copy.copy(streams[0])
-        batch.chain = stack([s.chain for s in streams])
-        audio = batch._run(tokens)
+        news, audio = _together(streams, lambda batch: batch._run(tokens))
         out = []
-        for i, s in enumerate(streams):
-            new = copy.copy(s)
-            new.chain = row(batch.chain, i) if len(streams) > 1 else batch.chain
+        for i, new in enumerate(news):
             new.frames += tokens.shape[-1]
             new.last = tokens[i : i + 1, :, -1:]
             out.append((new, new._out(None if audio is None else audio[i : i + 1], 1)))
@@ -305,3 +304,77 @@ class DecoderStream:
         audio = audio.float()
         self.samples += audio.shape[-1]
         return audio
+
+
+class EncoderStream:
+    """Audio [B, C, n] in, the tokens of the frames it makes final out (any number of samples a
+    push); `finish()` gives the rest, the end padded as the offline encode pads it. The whole
+    equals the offline encode of all the audio.
+
+    chain: the encoder's steps (build); tokens(latents [B, D, t]) -> codes [B, K, t] of
+    `codebooks` rows; frame: samples a frame; settle: samples after which every layer has
+    started, so that the states' shapes depend only on the samples modulo `frame`."""
+
+    def __init__(self, chain: Step, tokens: Callable[[torch.Tensor], torch.Tensor],
+                 codebooks: int, frame: int, settle: int):
+        self.chain, self.tokens, self.codebooks = chain, tokens, codebooks
+        self.frame, self.settle = frame, settle
+        self.samples = 0
+        self.rows = 1  # the batch pushed (finish's empty tokens have as many rows)
+        self.finished = False
+
+    def key(self) -> tuple:
+        """Streams with equal keys hold states of the same shapes (push_together)."""
+        return min(self.samples, self.settle), self.samples % self.frame
+
+    @staticmethod
+    def push_together(streams: list[EncoderStream], audio: torch.Tensor
+                      ) -> list[tuple[EncoderStream, torch.Tensor]]:
+        """(streams[i] advanced by audio[i : i + 1], its tokens) for every i, run as one batch
+        (equal keys); the given streams are left as they were."""
+        news, tokens = _together(streams, lambda batch: batch._run(audio))
+        for new in news:
+            new.samples += audio.shape[-1]
+        return [(new, tokens[i : i + 1]) for i, new in enumerate(news)]
+
+    def copy(self) -> EncoderStream:
+        other = copy.copy(self)
+        other.chain = stack([self.chain])
+        return other
+
+    def push(self, audio: torch.Tensor) -> torch.Tensor:
+        """Tokens int64 [B, K, t] for audio [B, C, n]: the frames now final."""
+        if self.finished:
+            raise RuntimeError("the stream has finished")
+        self.samples += audio.shape[-1]
+        self.rows = audio.shape[0]
+        return self._run(audio)
+
+    def finish(self) -> torch.Tensor:
+        """The tokens of the rest (the last partial frame, completed by the end's padding)."""
+        if self.finished:
+            raise RuntimeError("the stream has finished")
+        self.finished = True
+        return self._codes(self.chain.flush(), self.rows)
+
+    def _run(self, audio: torch.Tensor) -> torch.Tensor:
+        return self._codes(self.chain.push(audio) if audio.shape[-1] else None, audio.shape[0])
+
+    def _codes(self, latents: torch.Tensor | None, batch: int) -> torch.Tensor:
+        if latents is None or latents.shape[-1] == 0:
+            return torch.zeros(batch, self.codebooks, 0, dtype=torch.long)
+        return self.tokens(latents)
+
+
+def _together(streams: list, run: Callable) -> tuple[list, torch.Tensor | None]:
+    """Copies of `streams` advanced as one batch by `run(batch stream)` (their chains stacked,
+    run once, split by rows), and run's output."""
+    batch = copy.copy(streams[0])
+    batch.chain = stack([s.chain for s in streams])
+    out = run(batch)
+    news = []
+    for i, s in enumerate(streams):
+        new = copy.copy(s)
+        new.chain = row(batch.chain, i) if len(streams) > 1 else batch.chain
+        news.append(new)
+    return news, out

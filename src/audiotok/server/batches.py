@@ -131,11 +131,8 @@ class CausalEncode(_Slotted):
         n = s.frames_ready()
         if n > 0:
             return s.take(min(n, limit))
-        spf = self.codec.samples_per_frame  # finishing: the last partial frame, zero-padded
-        tail = np.concatenate(list(s.pending))
-        s.pending.clear()
-        s.held = 0
-        return np.pad(tail, (0, spf - tail.shape[0]))
+        tail = s.take_rest()  # finishing: the last partial frame, zero-padded
+        return np.pad(tail, (0, self.codec.samples_per_frame - tail.shape[0]))
 
     def _silence(self, frames: int) -> np.ndarray:
         return np.zeros(frames * self.codec.samples_per_frame, np.float32)
@@ -226,11 +223,11 @@ class WindowedDecode:
                 for i, (_, offset, emit, _) in enumerate(work)]
 
 
-class StatefulDecode:
-    """Decode streams of a codec with its own stateful decoder stream (Codec.decoder_stream):
-    every frame decoded once, the audio out as soon as it is final; streams whose states have
-    the same shapes (their key) and push as many frames run as one batch. A finishing stream's
-    last step runs the stream's end (each layer's right padding) on its own."""
+class _Stateful:
+    """Streams of a codec's own stateful stream (`inner`: Codec.decoder_stream or
+    encoder_stream): every frame run once; streams whose states have the same shapes (their
+    key) and push as many frames run as one batch. A finishing stream's last step runs the
+    stream's end (each layer's right padding) on its own."""
 
     mode = "stateful"
     # frames (rows x frames per row) one batched call takes at most: past that the activations
@@ -248,12 +245,60 @@ class StatefulDecode:
     def warm(self, slots: list, frames: int) -> None:
         """Streams of silence on `len(slots)` rows (slots: None each, this runner has no batch
         slots), past their start (Engine.start_warmup)."""
-        streams = [self.codec.decoder_stream() for _ in slots]
-        tokens = torch.zeros(len(slots), self.codec.num_codebooks, frames, dtype=torch.long)
+        inners = [self._make() for _ in slots]
+        x = self._silence(len(slots), frames).to(self.codec.device)
         with torch.inference_mode():
-            for _ in range(4):
-                done = type(streams[0]).push_together(streams, tokens.to(self.codec.device))
-                streams = [decoder for decoder, _ in done]
+            for _ in range(4 if self.kind == "decode" else 8):
+                inners = [inner for inner, _ in type(inners[0]).push_together(inners, x)]
+
+    def _run(self, streams: list, work: list, end) -> list:
+        """Each stream's inner stream advanced by its work (a batch-first tensor [1, ..., t]
+        of t frames; `end(inner, w)` for a finishing stream's last step), on new inner streams,
+        which replace the streams' only once all have run (the engine retries a failed batch
+        stream by stream). Returns each stream's output, row 0."""
+        inners = [s.inner or self._make() for s in streams]
+        new, out = list(inners), [None] * len(streams)
+        groups: dict[tuple, list[int]] = {}
+        for i, w in enumerate(work):
+            key = ("end",) if self._ends(streams[i], w) else (w.shape[-1], *inners[i].key())
+            groups.setdefault(key, []).append(i)
+        with torch.inference_mode():
+            for key, rows in groups.items():
+                if key == ("end",):
+                    for i in rows:
+                        new[i] = inners[i].copy()
+                        out[i] = end(new[i], work[i])[0]
+                    continue
+                per_call = max(1, self.BATCH_FRAMES // self._frames(key[0]))
+                for a in range(0, len(rows), per_call):
+                    part = rows[a : a + per_call]
+                    x = torch.cat([work[i] for i in part]).to(self.codec.device)
+                    done = type(inners[part[0]]).push_together([inners[i] for i in part], x)
+                    for i, (inner, y) in zip(part, done, strict=True):
+                        new[i], out[i] = inner, y[0]
+        for s, w, inner in zip(streams, work, new, strict=True):
+            s.inner, s.ended = inner, s.ended or self._ends(s, w)
+        return out
+
+
+class StatefulDecode(_Stateful):
+    """Decode streams of a codec with its own stateful decoder stream (Codec.decoder_stream):
+    the audio out as soon as it is final."""
+
+    kind = "decode"
+
+    def _make(self):
+        return self.codec.decoder_stream()
+
+    def _silence(self, rows: int, frames: int) -> torch.Tensor:
+        return torch.zeros(rows, self.codec.num_codebooks, frames, dtype=torch.long)
+
+    def _frames(self, width: int) -> int:
+        return width
+
+    @staticmethod
+    def _ends(s: DecodeStream, w) -> bool:
+        return w is None
 
     def ready(self, s: DecodeStream) -> bool:
         return s.held > 0 or (s.state == "finishing" and not s.ended)
@@ -264,35 +309,12 @@ class StatefulDecode:
         frames, with matching states, form one batch (run), so that a step is one or two calls
         rather than one per push size."""
         n = step_frames([s.held for s in streams], self.max_frames)
-        return [s.take(min(s.held, n)) if s.held else None for s in streams]
+        return [s.take(min(s.held, n))[None] if s.held else None for s in streams]
 
     def run(self, streams: list[DecodeStream], work: list) -> list[np.ndarray]:
-        """Every stream's step on new decoder states, which replace the streams' only once all
-        have run (the engine retries a failed batch stream by stream)."""
-        decoders = [s.decoder or self.codec.decoder_stream() for s in streams]
-        new, out = list(decoders), [np.zeros(0, np.float32)] * len(streams)
-        groups: dict[tuple, list[int]] = {}
-        for i, w in enumerate(work):
-            groups.setdefault(("end",) if w is None else (w.shape[1], *decoders[i].key()),
-                              []).append(i)
-        with torch.inference_mode():
-            for key, rows in groups.items():
-                if key == ("end",):
-                    for i in rows:
-                        new[i] = decoders[i].copy()
-                        out[i] = new[i].finish()[0, 0].cpu().numpy()
-                    continue
-                per_call = max(1, self.BATCH_FRAMES // key[0])
-                for a in range(0, len(rows), per_call):
-                    part = rows[a : a + per_call]
-                    tokens = torch.stack([work[i] for i in part]).to(self.codec.device)
-                    done = type(decoders[part[0]]).push_together([decoders[i] for i in part],
-                                                                 tokens)
-                    for i, (decoder, audio) in zip(part, done, strict=True):
-                        new[i], out[i] = decoder, audio[0, 0].cpu().numpy()
-        for s, w, decoder in zip(streams, work, new, strict=True):
-            s.decoder, s.ended = decoder, s.ended or w is None
-        return [self._first_chunk(s, a) for s, a in zip(streams, out, strict=True)]
+        out = self._run(streams, work, lambda inner, _: inner.finish())
+        return [self._first_chunk(s, a[0].cpu().numpy()) for s, a in zip(streams, out,
+                                                                         strict=True)]
 
     def _first_chunk(self, s: DecodeStream, audio: np.ndarray) -> np.ndarray:
         """A stream's first audio waits until a frame's worth is final (samples_per_frame), so
@@ -306,6 +328,52 @@ class StatefulDecode:
             return audio[:0]
         s.first_audio = None
         return held
+
+
+class StatefulEncode(_Stateful):
+    """Encode streams of a codec with its own stateful encoder stream (Codec.encoder_stream):
+    each frame's tokens once its samples are in; the last partial frame at the stream's end,
+    padded as the offline encode pads it."""
+
+    kind = "encode"
+
+    def _make(self):
+        return self.codec.encoder_stream()
+
+    def _silence(self, rows: int, frames: int) -> torch.Tensor:
+        return torch.zeros(rows, 1, frames * self.codec.samples_per_frame)
+
+    def _frames(self, width: int) -> int:
+        return max(1, width // self.codec.samples_per_frame)
+
+    @staticmethod
+    def _ends(s: EncodeStream, w) -> bool:
+        return s.last_step
+
+    def ready(self, s: EncodeStream) -> bool:
+        return s.frames_ready() > 0 or (s.state == "finishing" and not s.ended)
+
+    def gather(self, streams: list[EncodeStream]) -> list[torch.Tensor | None]:
+        """Whole frames (as StatefulDecode's gather); a finishing stream's last step (marked
+        `last_step`) takes the rest of its samples (None: none) and ends the stream."""
+        n = step_frames([max(1, s.frames_ready()) for s in streams], self.max_frames)
+        work = []
+        for s in streams:
+            x = s.take(min(s.frames_ready(), n)) if s.frames_ready() else None
+            if s.state == "finishing" and s.frames_ready() == 0:
+                s.last_step = True
+                rest = s.take_rest()
+                x = rest if x is None else np.concatenate([x, rest])
+            work.append(None if x is None or x.size == 0 else torch.from_numpy(x)[None, None])
+        return work
+
+    def run(self, streams: list[EncodeStream], work: list) -> list[np.ndarray]:
+        def end(inner, w):
+            head = inner.push(w) if w is not None else None
+            rest = inner.finish()
+            return rest if head is None else torch.cat([head, rest], -1)
+
+        return [t.cpu().numpy() for t in self._run(streams, work, end)]
 
 
 def run_offline(codec, kind: str, payloads: list) -> list[np.ndarray]:

@@ -37,7 +37,14 @@ import numpy as np
 
 from ..codec import Codec
 from ..errors import AudioError, AudiotokError
-from .batches import CausalDecode, CausalEncode, StatefulDecode, WindowedDecode, run_offline
+from .batches import (
+    CausalDecode,
+    CausalEncode,
+    StatefulDecode,
+    StatefulEncode,
+    WindowedDecode,
+    run_offline,
+)
 from .settings import EngineSettings, WindowSettings
 from .streams import (
     _END,
@@ -126,6 +133,8 @@ class Served:
         else:
             window = settings.window or WindowSettings(*codec.stream_window)
             self.runners = {"decode": WindowedDecode(codec, window)}
+        if codec.encode_stateful:
+            self.runners["encode"] = StatefulEncode(codec, settings.max_step_frames)
 
 
 class Engine:
@@ -159,7 +168,8 @@ class Engine:
         return self._open(DecodeStream, model, clamp)
 
     def open_encode_stream(self, model: str) -> EncodeStream:
-        """A new encode stream (audio in, tokens out); causal codecs only."""
+        """A new encode stream (audio in, tokens out); causal codecs and those with a stateful
+        encoder stream only."""
         served = self._served(model)
         if "encode" not in served.runners:
             raise EngineError(f"model {model!r} ({served.codec.title}) is not causal, so it "

@@ -118,6 +118,10 @@ class Stream:
         self.samples_out = 0
         self.held = 0  # input units (frames or samples) waiting for the engine
         self.waiting_since = 0.0  # when the oldest waiting input came
+        # a codec's own stateful stream (Codec.decoder_stream / encoder_stream), and whether
+        # it has ended
+        self.inner = None
+        self.ended = False
 
     # -- the user's side -----------------------------------------------------------------------
     def finish(self) -> None:
@@ -252,9 +256,6 @@ class DecodeStream(Stream):
         self.history = torch.zeros(self.codec.num_codebooks, 0, dtype=torch.long)
         self.history_start = 0
         self.emitted = 0  # frames whose audio has been output
-        # a codec's own stateful decoder stream (Codec.decoder_stream), and whether it has ended
-        self.decoder = None
-        self.ended = False
         self.first_audio: np.ndarray | None = None  # held until a frame's worth is final
 
     def push(self, tokens) -> None:
@@ -281,8 +282,8 @@ class DecodeStream(Stream):
 
 class EncodeStream(Stream):
     """Audio (mono, at the codec's rate) in, tokens out as each frame's samples are complete;
-    `finish()` encodes the last partial frame zero-padded, as offline encode pads it. Causal
-    codecs only; tokens equal offline encode."""
+    `finish()` encodes the last partial frame padded as offline encode pads it. Causal codecs
+    and those with a stateful encoder stream only; tokens equal offline encode."""
 
     kind = "encode"
     unit = "sample"
@@ -290,7 +291,7 @@ class EncodeStream(Stream):
     def __init__(self, engine, served, *, clamp: bool = False):
         super().__init__(engine, served, clamp=clamp)
         self.pending: deque[np.ndarray] = deque()
-        self.padded_tail = False  # the last partial frame has been padded and queued
+        self.last_step = False  # a stateful stream's last step has been gathered
 
     def push(self, audio) -> None:
         """Queue mono float audio [n] at the codec's sample rate."""
@@ -314,3 +315,10 @@ class EncodeStream(Stream):
             got += out[-1].shape[0]
         self.held -= need
         return np.concatenate(out) if len(out) > 1 else out[0]
+
+    def take_rest(self) -> np.ndarray:
+        """Pop every sample still waiting (fewer than a frame's; engine lock held)."""
+        rest = np.concatenate(list(self.pending)) if self.pending else np.zeros(0, np.float32)
+        self.pending.clear()
+        self.held = 0
+        return rest

@@ -1,5 +1,6 @@
-"""EnCodec test fixtures: the encodec package's 24 kHz model on random weights, with
-transformers' EncodecModel on the same weights, saved in both layouts once per session."""
+"""EnCodec test fixtures: the encodec package's 24 kHz model and MusicGen's 32 kHz one on random
+weights, each with transformers' EncodecModel on the same weights, saved in both layouts once
+per session."""
 
 from types import SimpleNamespace
 
@@ -8,16 +9,26 @@ import pytest
 from tests.models.encodec import reference
 
 
-@pytest.fixture(scope="session")
-def enc_ref(tmp_path_factory):
+def _references(tmp_path_factory, variant: str, hf_config: dict | None):
     try:
         reference.import_encodec()
     except ImportError as e:
         pytest.skip(f"the EnCodec test oracle: pip install --no-deps encodec==0.1.1 (see "
                     f".ci/run): {e}")
-    model = reference.encodec_model()
-    hf = reference.hf_model(model)
-    folder = tmp_path_factory.mktemp("encodec")
+    model = reference.encodec_model(variant=variant)
+    hf = reference.hf_model(model, hf_config)
+    folder = tmp_path_factory.mktemp(f"encodec_{variant}")
     hf.save_pretrained(folder / "hf")
-    return SimpleNamespace(ref=model, hf=hf, th=reference.save_th(model, folder / "orig"),
-                           hf_dir=folder / "hf")
+    th = reference.save_th(model, folder / "orig", f"encodec_{variant}-test.th")
+    return SimpleNamespace(ref=model, hf=hf, th=th, hf_dir=folder / "hf")
+
+
+@pytest.fixture(scope="session")
+def enc_ref(tmp_path_factory):
+    return _references(tmp_path_factory, "24khz", None)
+
+
+@pytest.fixture(scope="session")
+def enc32_ref(tmp_path_factory):
+    """MusicGen's codec (facebook/encodec_32khz's configuration)."""
+    return _references(tmp_path_factory, "32khz", reference.HF_32KHZ)

@@ -1,7 +1,10 @@
 """The EnCodec references for parity tests: the `encodec` package's 24 kHz model (PyPI encodec
 0.1.1, `EncodecModel.encodec_model_24khz(pretrained=False)`) with random weights, and
 transformers' EncodecModel holding the same weights; saved as the package's state dict
-(`encodec_24khz-*.th`) and as the hub's transformers repository is laid out.
+(`encodec_24khz-*.th`) and as the hub's transformers repository is laid out. MusicGen's 32 kHz
+model is assembled from the package's modules with the hub config's arguments
+(`facebook/encodec_32khz`: 64 filters, ratios 8 5 4 4, not causal, identity shortcuts, 4
+codebooks of 2048), transformers' from that config.
 
 Default init leaves the codebooks all zero (every code 0) and the biases at 0; the codebooks
 are filled with N(0, s^2 0.7^(2i)) for codebook i, s the encoder output's spread on noise (as
@@ -25,10 +28,22 @@ def import_encodec():
     return encodec
 
 
-def encodec_model(seed: int = 0):
+# transformers' EncodecConfig of facebook/encodec_32khz (its config.json)
+HF_32KHZ = dict(sampling_rate=32000, audio_channels=1, num_filters=64,
+                upsampling_ratios=[8, 5, 4, 4], codebook_size=2048, target_bandwidths=[2.2],
+                use_causal_conv=False,
+                norm_type="weight_norm", normalize=False, chunk_length_s=None, overlap=None,
+                use_conv_shortcut=False, num_lstm_layers=2, hidden_size=128, compress=2,
+                pad_mode="reflect", trim_right_ratio=1.0)
+
+
+def encodec_model(seed: int = 0, variant: str = "24khz"):
     encodec = import_encodec()
     torch.manual_seed(seed)
-    model = encodec.EncodecModel.encodec_model_24khz(pretrained=False).eval()
+    if variant == "24khz":
+        model = encodec.EncodecModel.encodec_model_24khz(pretrained=False).eval()
+    else:
+        model = musicgen_model(encodec).eval()
     g = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -36,12 +51,24 @@ def encodec_model(seed: int = 0):
                 p.copy_(0.02 * torch.randn(p.shape, generator=g))
             elif name.endswith("weight_g"):
                 p.mul_(0.5 + torch.rand(p.shape, generator=g))
-        spread = model.encoder(0.1 * torch.randn(1, 1, 24000, generator=g)).std()
+        spread = model.encoder(0.1 * torch.randn(1, 1, model.sample_rate,
+                                                 generator=g)).std()
         for i, layer in enumerate(model.quantizer.vq.layers):
             book = layer._codebook
             book.embed.copy_(spread * 0.7**i * torch.randn(book.embed.shape, generator=g))
             book.inited.fill_(1)
     return model
+
+
+def musicgen_model(encodec):
+    """The package's modules with facebook/encodec_32khz's arguments."""
+    from encodec.modules import SEANetDecoder, SEANetEncoder
+    from encodec.quantization import ResidualVectorQuantizer
+
+    kw = dict(channels=1, n_filters=64, ratios=[8, 5, 4, 4], causal=False, true_skip=True)
+    encoder, decoder = SEANetEncoder(**kw), SEANetDecoder(**kw)
+    quantizer = ResidualVectorQuantizer(dimension=128, n_q=4, bins=2048)
+    return encodec.EncodecModel(encoder, decoder, quantizer, [2.2], 32000, 1)
 
 
 def save_th(model, folder: Path, name: str = "encodec_24khz-test.th") -> Path:
@@ -50,11 +77,12 @@ def save_th(model, folder: Path, name: str = "encodec_24khz-test.th") -> Path:
     return folder / name
 
 
-def hf_model(model):
-    """transformers' EncodecModel with the package model's weights (its names)."""
+def hf_model(model, config: dict | None = None):
+    """transformers' EncodecModel (config: EncodecConfig's arguments) with the package model's
+    weights (its names)."""
     from transformers import EncodecConfig, EncodecModel
 
-    hf = EncodecModel(EncodecConfig()).eval()
+    hf = EncodecModel(EncodecConfig(**(config or {}))).eval()
     sd = {}
     for key, value in model.state_dict().items():
         new = (key.replace("encoder.model.", "encoder.layers.")

@@ -154,10 +154,10 @@ def test_stateful_runner_commits_a_step_only_when_all_of_it_ran(snac_codecs, mon
 
     codec = snac_codecs["tiny"]
     runner = StatefulDecode(codec, 8)
-    streams = [SimpleNamespace(decoder=None, ended=False, samples_out=0, first_audio=None)
+    streams = [SimpleNamespace(inner=None, ended=False, samples_out=0, first_audio=None)
                for _ in range(3)]
-    work = [torch.zeros(7, 1, dtype=torch.long), torch.zeros(7, 1, dtype=torch.long),
-            torch.zeros(7, 2, dtype=torch.long)]  # two groups: 1 frame (rows 0, 1), 2 frames
+    work = [torch.zeros(1, 7, 1, dtype=torch.long), torch.zeros(1, 7, 1, dtype=torch.long),
+            torch.zeros(1, 7, 2, dtype=torch.long)]  # two groups: 1 frame (rows 0, 1), 2 frames
     real = DecoderStream.push_together
 
     def second_group_fails(decoders, tokens):
@@ -168,10 +168,10 @@ def test_stateful_runner_commits_a_step_only_when_all_of_it_ran(snac_codecs, mon
     monkeypatch.setattr(DecoderStream, "push_together", staticmethod(second_group_fails))
     with pytest.raises(RuntimeError, match="second group"):
         runner.run(streams, work)
-    assert all(s.decoder is None for s in streams)  # the first group's results not kept
+    assert all(s.inner is None for s in streams)  # the first group's results not kept
     monkeypatch.setattr(DecoderStream, "push_together", staticmethod(real))
     runner.run(streams, work)
-    assert [s.decoder.frames for s in streams] == [1, 1, 2]
+    assert [s.inner.frames for s in streams] == [1, 1, 2]
 
 
 def test_stateful_stream_ends_once(snac_codecs):
@@ -238,6 +238,6 @@ def test_stateful_runner_warms_every_shape_and_pushes_the_median(snac_codecs):
         return s
 
     work = runner.gather([waiting(n) for n in (5, 1, 2, 4, 0)])
-    assert [None if w is None else w.shape[1] for w in work] == [2, 1, 2, 2, None]
+    assert [None if w is None else w.shape[-1] for w in work] == [2, 1, 2, 2, None]
     work = runner.gather([waiting(n) for n in (9, 8, 7)])
-    assert [w.shape[1] for w in work] == [3, 3, 3]  # at most max_step_frames
+    assert [w.shape[-1] for w in work] == [3, 3, 3]  # at most max_step_frames

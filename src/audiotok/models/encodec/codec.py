@@ -17,15 +17,17 @@ from .weights import checkpoint_file, load_checkpoint
 
 
 class EncodecCodec(Codec):
-    """EnCodec 24 kHz: mono audio <-> up to 32 codebooks of 1024 at 75 frames/s.
+    """EnCodec, mono: 24 kHz (up to 32 codebooks of 1024 at 75 frames/s; causal) and MusicGen's
+    32 kHz (4 codebooks of 2048 at 50 frames/s; not causal).
 
-    codebooks: how many codebooks encode() gives (default all 32, as the encodec package;
-    transformers' default bandwidth gives 2); bandwidth: a target bandwidth in kbit/s instead
-    (1.5, 3, 6, 12, 24 -> 2, 4, 8, 16, 32 codebooks). decode() takes any leading 1..32.
-    The model is causal, but its convolutions reflect-pad both ends of the input (the first
-    frames read up to 6 frames ahead, and the last frame is completed by reflection), so items
-    of different lengths are encoded apart (a padded batch would change the shorter items'
-    last frame) and decoded apart."""
+    codebooks: how many codebooks encode() gives (default all, as the encodec package;
+    transformers' default bandwidth gives 2 at 24 kHz); bandwidth: a target bandwidth in kbit/s
+    instead (24 kHz: 1.5, 3, 6, 12, 24 -> 2, 4, 8, 16, 32 codebooks; 32 kHz: 2.2 -> 4).
+    decode() takes any leading 1..n codebooks. The convolutions reflect-pad both ends of the
+    input (at 24 kHz the first frames read up to 6 frames ahead, and the last frame is
+    completed by reflection), so items of different lengths are encoded apart (a padded batch
+    would change the shorter items' last frame) and decoded apart. Both decode as stateful
+    streams; the causal 24 kHz model also encodes as one."""
 
     family = FAMILY
     stream_stateful = True  # decoder_stream(): the default of stream_decoder and the engine
@@ -36,7 +38,7 @@ class EncodecCodec(Codec):
         cfg = model.config
         if cfg.channels != 1 or cfg.segment is not None:
             raise AudiotokError("the 48 kHz stereo EnCodec (segments, normalised audio) is not "
-                                "supported yet; the 24 kHz model is")
+                                "supported yet; the 24 kHz and 32 kHz models are")
         if codebooks is not None and bandwidth is not None:
             raise AudiotokError("give codebooks or bandwidth, not both")
         if bandwidth is not None:
@@ -54,6 +56,7 @@ class EncodecCodec(Codec):
         self.samples_per_frame = cfg.hop_length
         self.num_codebooks = codebooks
         self.codebook_sizes = (cfg.bins,) * codebooks
+        self.encode_stateful = cfg.causal  # encoder_stream()
 
     @classmethod
     def from_checkpoint(cls, path: Path, config: EncodecConfig | None = None,
@@ -66,11 +69,22 @@ class EncodecCodec(Codec):
         return cls(model, source=str(path), **kw)
 
     def decoder_stream(self):
-        """The stateful stream (models/encodec/stream.py): every frame decoded once, the first
-        audio once 7 frames are in, then each frame's 320 samples as it comes."""
+        """The stateful stream (models/encodec/stream.py): every frame decoded once; at 24 kHz
+        the first audio once 7 frames are in, then each frame's 320 samples as it comes; at
+        32 kHz the audio lags the codes by the layers' right padding (see docs)."""
         from .stream import decoder_stream
 
         return decoder_stream(self.model)
+
+    def encoder_stream(self):
+        """The causal model's stateful encoder stream (models/encodec/stream.py): the first
+        tokens once 7 frames of audio are in, then each frame's as its samples come; the last
+        partial frame at the end, completed by reflection as the offline encode does."""
+        if not self.encode_stateful:
+            return super().encoder_stream()
+        from .stream import encoder_stream
+
+        return encoder_stream(self.model)
 
     @property
     def all_codebook_sizes(self) -> tuple[int, ...]:

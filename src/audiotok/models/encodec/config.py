@@ -3,8 +3,10 @@
 The fields follow the `encodec` package's SEANet and model arguments (`EncodecModel._get_model`,
 `SEANetEncoder` / `SEANetDecoder` defaults); `from_hf` reads a transformers `EncodecConfig`
 (config.json with `model_type: "encodec"`), `to_dict` / `from_dict` audiotok's own config.json.
-`ENCODEC_24KHZ` is the 24 kHz causal model (the codec of Bark and VALL-E), `ENCODEC_48KHZ` the
-48 kHz stereo one (GroupNorm, 1 s segments, normalised audio).
+`ENCODEC_24KHZ` is the 24 kHz causal model (the codec of Bark and VALL-E), `ENCODEC_32KHZ`
+MusicGen's (hub `facebook/encodec_32khz`: not causal, 64 filters, ratios 8 5 4 4, identity
+shortcuts, 4 codebooks of 2048), `ENCODEC_48KHZ` the 48 kHz stereo one (GroupNorm, 1 s
+segments, normalised audio).
 """
 
 from __future__ import annotations
@@ -68,8 +70,10 @@ class EncodecConfig:
         return math.log2(self.bins) * self.frame_rate / 1000
 
     def codebooks_for(self, bandwidth: float) -> int:
-        """Codebooks of a target bandwidth in kbit/s (`get_num_quantizers_for_bandwidth`)."""
-        return int(max(1, math.floor(bandwidth / self.kbps_per_codebook)))
+        """Codebooks of a target bandwidth in kbit/s (`get_num_quantizers_for_bandwidth`, in
+        bit/s as it computes: 2.2 kbit/s at 32 kHz is exactly 4 codebooks)."""
+        per_codebook = math.log2(self.bins) * self.frame_rate
+        return int(max(1, math.floor(bandwidth * 1000 / per_codebook)))
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -116,6 +120,8 @@ class EncodecConfig:
 
 
 ENCODEC_24KHZ = EncodecConfig()
+ENCODEC_32KHZ = EncodecConfig(sample_rate=32000, n_filters=64, ratios=(8, 5, 4, 4), bins=2048,
+                              target_bandwidths=(2.2,), causal=False, true_skip=True)
 ENCODEC_48KHZ = EncodecConfig(sample_rate=48000, channels=2,
                               target_bandwidths=(3.0, 6.0, 12.0, 24.0), causal=False,
                               norm="time_group_norm", normalize=True, segment=1.0)

@@ -1,15 +1,18 @@
-"""EnCodec 24 kHz's decoder as a stateful stream (nn/stream_steps.py's DecoderStream): every
-frame decoded once, the audio out as soon as it is final, equal to the offline decode.
+"""EnCodec as stateful streams (nn/stream_steps.py): the decoder (every frame decoded once, the
+audio out as soon as it is final) and, for the causal 24 kHz model, the encoder (the tokens of
+each frame once its samples are in); each equal to its offline pass.
 
-The decoder is causal apart from its start: each convolution reflect-pads its input's first
-`(k - 1) d` samples on the left, which needs that many samples and one more, so a layer holds
-its first input until it has them (the first convolution, at the frame rate, 7 frames: the
-first audio comes once 7 frames are in); then it keeps its last `(k - 1) d` inputs. A stream
-that ends before a layer has started pads as the package's pad1d does for a short input (zero-
-extension, then reflection). The LSTM carries its state; a transposed convolution keeps its last
-input frame and puts out `stride` samples a frame (its overhang is trimmed, as the causal
-layer trims it); a residual block adds its 1x1 shortcut of its input to its branch's output
-(nn/stream_steps.py's Residual with a skip layer).
+Every convolution reflect-pads its input: on the left `left` samples, which needs that many and
+one more, so a layer holds its first input until it has them (the decoder's first convolution,
+at the frame rate, 7 frames at 24 kHz: the first audio comes once 7 frames are in; the
+encoder's last one likewise: the first tokens once 7 frames of audio are in); then it keeps the
+input its next window reads. At the end, the right padding is a reflection of the input's last
+samples, plus, for a strided layer, what completes its last window (the package's extra
+padding), so the stream's end is the offline end; a stream that ends before a layer has started
+pads as the package's pad1d does for a short input (zero-extension, then reflection). The LSTM
+carries its state; a transposed convolution keeps its last input frame and trims its overhang as
+the layer does; a residual block adds its 1x1 shortcut of its input (or the input) to its
+branch's output (nn/stream_steps.py's Residual).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from ...nn.stream_steps import (
     Chain,
     ConvTranspose,
     DecoderStream,
+    EncoderStream,
     Pointwise,
     Residual,
     Step,
@@ -29,35 +33,53 @@ from ...nn.stream_steps import (
 from .model import SLSTM, EncodecModel, ResnetBlock, SConv1d, SConvTranspose1d, pad1d
 
 
-class _CausalConv(Step):
-    """A stride-1 SConv1d of a causal model: reflection at the start, its context after."""
+class _ReflectConv(Step):
+    """An SConv1d: the reflection at the start, its context after, the reflection (and the
+    extra padding) at the end."""
 
     STATE = ("held",)
 
     def __init__(self, layer: SConv1d):
-        if layer.stride != 1 or not layer.causal:
-            raise ValueError("a stream takes the causal model's stride-1 convolutions")
-        self.layer, self.reach = layer, layer.total
+        self.layer, self.kernel, self.stride = layer, layer.kernel, layer.stride
+        self.left = layer.total if layer.causal else layer.total - layer.total // 2
+        self.right = layer.total - self.left
+        if self.stride > 1 and self.left < self.stride:
+            # the end's reflection would read input already dropped
+            raise ValueError("a stream takes strided convolutions of the causal model only")
         self.held: torch.Tensor | None = None
         self.started = False
+        self.phase = 0  # input samples so far, modulo the stride (the end's extra padding)
 
     def push(self, x):
+        self.phase = (self.phase + x.shape[-1]) % self.stride
         x = cat(self.held, x)
         if not self.started:
-            if x.shape[-1] <= self.reach:  # not enough for the reflection yet
+            if x.shape[-1] <= self.left:  # not enough for the reflection yet
                 self.held = x
                 return None
             self.started = True
-            x = pad1d(x, self.reach, 0)  # the reflection the offline pass adds
-        out = self.layer.conv(x)
-        self.held = x[..., x.shape[-1] - self.reach :] if self.reach else None
-        return out
+            x = pad1d(x, self.left, 0)  # the reflection the offline pass adds
+        return self._windows(x)
 
     def flush(self):
-        if self.started or self.held is None:
+        if self.held is None:
             return None
-        self.started = True  # a stream shorter than the reach: the short-input padding
-        return self.layer.conv(pad1d(self.held, self.reach, 0))
+        right = self.right + (-self.phase % self.stride)
+        if not self.started:  # a stream shorter than the left padding: the short-input path
+            self.started = True
+            x, self.held = self.held, None
+            return self.layer.conv(pad1d(x, self.left, right))
+        return self._windows(pad1d(self.held, 0, right))
+
+    def _windows(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The output of every whole window of x (x from the next window's first sample)."""
+        n = (x.shape[-1] - self.kernel) // self.stride + 1 if x.shape[-1] >= self.kernel else 0
+        if n <= 0:
+            self.held = x
+            return None
+        out = self.layer.conv(x[..., : (n - 1) * self.stride + self.kernel])
+        self.held = x[..., n * self.stride :]
+        return out
 
 
 class _Lstm(Step):
@@ -79,22 +101,42 @@ class _Lstm(Step):
         return (y + seq).permute(1, 2, 0)
 
 
-def decoder_stream(model: EncodecModel) -> DecoderStream:
-    def custom(module) -> Step | None:
-        if isinstance(module, SConv1d):
-            return _CausalConv(module)
-        if isinstance(module, SConvTranspose1d):
-            if module.left:
-                raise ValueError("a stream takes the causal model's transposed convolutions")
-            return ConvTranspose(module.convtr.convtr, tail=0)
-        if isinstance(module, SLSTM):
-            return _Lstm(module)
-        if isinstance(module, ResnetBlock):
-            return Residual(Chain([build(m, custom) for m in module.block]), module.shortcut)
-        if isinstance(module, torch.nn.ELU):
-            return Pointwise(module)
-        return None
+def _custom(module) -> Step | None:
+    if isinstance(module, SConv1d):
+        return _ReflectConv(module)
+    if isinstance(module, SConvTranspose1d):
+        return ConvTranspose(module.convtr.convtr, tail=module.left, skip=module.left)
+    if isinstance(module, SLSTM):
+        return _Lstm(module)
+    if isinstance(module, ResnetBlock):
+        skip = None if isinstance(module.shortcut, torch.nn.Identity) else module.shortcut
+        return Residual(Chain([build(m, _custom) for m in module.block]), skip)
+    if isinstance(module, torch.nn.ELU):
+        return Pointwise(module)
+    return None
 
+
+def _check(model: EncodecModel) -> None:
+    if model.config.norm != "weight_norm" or model.config.segment is not None:
+        raise ValueError("a stream takes the models without GroupNorm or segments")
+
+
+def decoder_stream(model: EncodecModel) -> DecoderStream:
+    _check(model)
     spf = model.config.hop_length
-    return DecoderStream(build(model.decoder.model, custom), model.quantizer.decode,
+    return DecoderStream(build(model.decoder.model, _custom), model.quantizer.decode,
                          lambda frames: frames * spf)
+
+
+def encoder_stream(model: EncodecModel) -> EncoderStream:
+    """The causal model's encoder: tokens of the codec's codebooks (model.encode_levels)."""
+    _check(model)
+    if not model.config.causal:
+        raise ValueError("a stream encoder takes the causal model")
+    cfg, levels = model.config, model.encode_levels
+    # every layer has started once the last convolution (at the frame rate) has the frames
+    # its reflection reads: its kernel's width
+    settle = cfg.last_kernel_size * cfg.hop_length
+    return EncoderStream(build(model.encoder.model, _custom),
+                         lambda latents: model.quantizer.encode(latents.float(), levels), levels,
+                         cfg.hop_length, settle)

@@ -3,7 +3,8 @@
 Layouts, told apart by tensor names: the `encodec` package's state dicts (`encodec_24khz-
 d7cc33bc.th`, `encodec_48khz-7e698e3e.th`: `encoder.model.N.conv.conv.weight_g/_v`,
 `quantizer.vq.layers.i._codebook.embed` with its training buffers; no config, so the released
-configuration is used, the 48 kHz one when the convolutions carry GroupNorm); transformers'
+configuration whose shapes they have is used: 48 kHz when the convolutions carry GroupNorm,
+32 kHz for 64 filters and codebooks of 2048, else 24 kHz); transformers'
 `EncodecModel` (model.safetensors + config.json with `model_type: "encodec"`:
 `encoder.layers.N.conv.weight_g/_v`, `quantizer.layers.i.codebook.embed`); and audiotok's own
 save. The canonical layout is the package's names with weight norm folded and the codebooks
@@ -20,7 +21,7 @@ import torch
 from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch, weights_file
 from ...errors import CheckpointError
 from . import layout_of
-from .config import ENCODEC_24KHZ, ENCODEC_48KHZ, EncodecConfig
+from .config import ENCODEC_24KHZ, ENCODEC_32KHZ, ENCODEC_48KHZ, EncodecConfig
 
 _EMBED = re.compile(r"^quantizer\.(?:vq\.layers|layers)\.(\d+)\.(?:_codebook|codebook)\.embed$")
 _TRAINING = re.compile(r"\.(inited|cluster_size|embed_avg)$")
@@ -47,13 +48,24 @@ def load_checkpoint(path: Path, config: EncodecConfig | None = None
         elif meta.get("model_type") == "encodec":
             config = EncodecConfig.from_hf(meta)
         else:
-            grouped = any(k.endswith(".norm.weight") for k in sd)
-            config = ENCODEC_48KHZ if grouped else ENCODEC_24KHZ
+            config = _released_config(sd)
     sd = {k: v for k, v in sd.items() if not _TRAINING.search(k)}
     sd = fold_weight_norm(sd)
     if layout == "hf":
         sd = _from_hf(sd)
     return _stack_codebooks(sd, config, str(path)), config
+
+
+def _released_config(sd: dict[str, torch.Tensor]) -> EncodecConfig:
+    """The released configuration a config-less state dict has the shapes of."""
+    if any(k.endswith(".norm.weight") for k in sd):
+        return ENCODEC_48KHZ
+    first = next((v for k, v in sd.items() if re.match(r"^encoder\.(model|layers)\.0\..*"
+                                                        r"weight(_v)?$", k)), None)
+    books = [v for k, v in sd.items() if _EMBED.match(k)]
+    wide = first is not None and first.shape[0] == ENCODEC_32KHZ.n_filters
+    return ENCODEC_32KHZ if wide and books and books[0].shape[0] == ENCODEC_32KHZ.bins \
+        else ENCODEC_24KHZ
 
 
 def _from_hf(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
