@@ -6,6 +6,8 @@ the full-size configurations (random weights), float32, side by side in one proc
     python benchmarks/onnx_speed.py --codec mimi --threads 2 --seconds 10 --push 1
     python benchmarks/onnx_speed.py --codec snac --threads 2 --seconds 10
     python benchmarks/onnx_speed.py --codec dac --threads 2 --seconds 10
+    python benchmarks/onnx_speed.py --codec encodec --threads 2 --seconds 10
+    python benchmarks/onnx_speed.py --codec encodec-32khz --threads 2 --seconds 10
 
 Exports the graphs once (audiotok export --format onnx) into --workdir, then times, interleaved
 repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and (causal codecs) a
@@ -33,7 +35,8 @@ HERE = Path(__file__).resolve().parent
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--push", type=int, default=4, help="frames per streaming push")
-    p.add_argument("--codec", choices=["s2", "xcodec2", "mimi", "snac", "dac"], default="s2")
+    p.add_argument("--codec", choices=["s2", "xcodec2", "mimi", "snac", "dac", "encodec",
+                                       "encodec-32khz"], default="s2")
     p.add_argument("--model", type=Path, help="checkpoint (default: random full-size weights)")
     args = p.parse_args()
     if args.model:
@@ -65,6 +68,15 @@ def main() -> None:
 
             reference.save_pth(reference.dac_model(reference.FULL_44), reference.FULL_44,
                                weights.parent)
+    elif args.codec.startswith("encodec"):  # the encodec package's modules, random weights
+        variant = "32khz" if args.codec.endswith("32khz") else "24khz"
+        weights = args.workdir / f"encodec_{variant}_full" / f"encodec_{variant}-test.th"
+        if not weights.exists():
+            sys.path.insert(0, str(ROOT))
+            from tests.models.encodec import reference
+
+            reference.save_th(reference.encodec_model(variant=variant), weights.parent,
+                              weights.name)
     else:
         from compare import weights as random_weights
 

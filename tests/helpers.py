@@ -96,14 +96,15 @@ def run_torch_free(script: str, folder, golden, tmp, licence: str) -> dict:
         return {k: z[k] for k in z.files}
 
 
-def export_onnx_cli(checkpoint, out):
-    """`audiotok export CHECKPOINT --format onnx -o OUT` as a user runs it; its output text."""
+def export_onnx_cli(checkpoint, out, *options: str):
+    """`audiotok export CHECKPOINT --format onnx -o OUT [OPTIONS]` as a user runs it; its output
+    text."""
     from click.testing import CliRunner
 
     from audiotok.cli import main
 
-    r = CliRunner().invoke(main, ["export", str(checkpoint), "--format", "onnx", "-o", str(out)],
-                           catch_exceptions=False)
+    r = CliRunner().invoke(main, ["export", str(checkpoint), "--format", "onnx", "-o", str(out),
+                                  *options], catch_exceptions=False)
     assert r.exit_code == 0, r.output
     return r.output
 

@@ -83,8 +83,15 @@ class OnnxCodec(FrameMath):
         items = to_items(x, sample_rate, self.sample_rate, arrays=True)
         frames = [self.num_frames(it.samples.size) for it in items]
         tokens = np.zeros((len(items), self.num_codebooks, max(frames)), np.int64)
-        for group in self._groups(frames):
-            audio = self._padded([items[i].samples for i in group], frames[group[0]])
+        # "samples": the encoder graph pads the end itself (EnCodec's reflection), so items of
+        # one length run as a batch, fed as they are; "frames": zero-padded to whole frames
+        raw = self.facts.get("encode_input", "frames") == "samples"
+        lengths = [it.samples.size for it in items] if raw else frames
+        for group in self._groups(frames, lengths):
+            if raw:
+                audio = np.stack([items[i].samples for i in group])[:, None].astype(np.float32)
+            else:
+                audio = self._padded([items[i].samples for i in group], frames[group[0]])
             if self._is_long(frames[group[0]]):
                 out = self._encode_windowed(audio)
             else:
@@ -98,14 +105,16 @@ class OnnxCodec(FrameMath):
                       "source_sample_rate": [it.source_rate for it in items],
                       "source_num_samples": [it.source_samples for it in items]})
 
-    def _groups(self, frames: list[int]) -> list[list[int]]:
+    def _groups(self, frames: list[int], lengths: list[int] | None = None
+                ) -> list[list[int]]:
         """Items run as one batch: all of them for a causal codec (padding never reaches an
-        item's frames), else those of equal length (a long one alone: it is windowed)."""
+        item's frames), else those of equal length (`lengths`, default frames; a long one
+        alone: it is windowed)."""
         if self.causal:
             return [list(range(len(frames)))]
         groups: dict[int, list[int]] = {}
-        for i, n in enumerate(frames):
-            groups.setdefault(-1 - i if self._is_long(n) else n, []).append(i)
+        for i, (n, key) in enumerate(zip(frames, lengths or frames, strict=True)):
+            groups.setdefault(-1 - i if self._is_long(n) else key, []).append(i)
         return list(groups.values())
 
     def _is_long(self, frames: int) -> bool:

@@ -54,6 +54,19 @@ def test_codes_and_audio_equal_both_references(enc32_ref, layout):
     assert len(torch.unique(want)) > 60  # of 200 codes: not degenerate
 
 
+def test_musicgen_ids_of_the_codecs_tokens(enc32_ref):
+    """MusicGen's delayed decoder sequence of this codec's codes (2048 in range: the pad and
+    start id is 2048), and back."""
+    from audiotok.export.llm import scheme_for
+
+    codec = audiotok.load(enc32_ref.th)
+    tokens = codec.encode(noise(5000, 12)[0], 32000).tokens[0].numpy()
+    scheme = scheme_for("musicgen", codec.codebook_sizes)
+    ids = scheme.to_ids(tokens)
+    assert ids.shape == (4, tokens.shape[1] + 4) and ids[3, :4].tolist() == [2048] * 4
+    assert np.array_equal(scheme.from_ids(ids), tokens)
+
+
 def test_a_padded_batch_equals_its_items_alone(enc32_ref):
     codec = audiotok.load(enc32_ref.th)
     items = [noise(n, 30 + i)[0, 0] for i, n in enumerate((5000, 5000, 2345))]

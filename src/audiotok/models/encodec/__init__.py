@@ -37,6 +37,7 @@ FAMILY = Family(
     licence="licence not stated for the weights (the encodec code is MIT since April 2023; the "
             "facebook/encodec_* model cards and the repository name none for the weights)",
     codec=".codec:EncodecCodec",
+    onnx=".onnx:onnx_graphs",
     package=__name__,
     presets=(Preset("encodec-24khz", "facebook/encodec_24khz",
                     ("model.safetensors", "config.json")),

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...nn.conv import Conv1d, ConvTranspose1d, is_channels_last
+from ...nn.tracing import exporting
 from .config import EncodecConfig
 
 
@@ -28,6 +29,10 @@ def pad1d(x: torch.Tensor, left: int, right: int) -> torch.Tensor:
     kernel is slow on long signals)."""
     length = x.shape[-1]
     top = max(left, right)
+    if exporting():  # one form for every length (the graph's is symbolic): extend by 0 or more
+        extra = torch.sym_max(top - length + 1, 0)
+        padded = F.pad(F.pad(x, (0, extra)), (left, right), mode="reflect")
+        return padded[..., : left + length + right]
     if length <= top:
         extra = top - length + 1
         padded = F.pad(F.pad(x, (0, extra)), (left, right), mode="reflect")
@@ -73,9 +78,9 @@ class SConv1d(nn.Module):
         self.kernel, self.stride = (kernel - 1) * dilation + 1, stride
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        length = x.shape[-1]
-        frames = (length - self.kernel + self.total) / self.stride + 1
-        extra = (math.ceil(frames) - 1) * self.stride + self.kernel - self.total - length
+        # what completes the last window: (ceil((L - k + total) / s + 1) - 1) s + k - total - L,
+        # which is (-L) mod s since k - total = s
+        extra = -x.shape[-1] % self.stride
         if self.causal:
             x = pad1d(x, self.total, extra)
         else:
@@ -113,10 +118,11 @@ class ResnetBlock(nn.Module):
         self.shortcut = nn.Identity() if cfg.true_skip else SConv1d(cfg, dim, dim, 1, conv=conv)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if isinstance(self.shortcut, nn.Identity):
-            return x + self.block(x)
-        skip = self.shortcut(x)  # (then x is not needed again: the block's ELU runs in place)
-        return skip.add_(self.block[1:](F.elu(x, inplace=True)))
+        if isinstance(self.shortcut, nn.Identity):  # (x + y == y + x, bit for bit)
+            return self.block(x).add_(x)
+        skip = self.shortcut(x)  # (then x is not needed again: the block's ELU runs in place,
+        # but not in a graph, where x may be a view: that would scatter it into its base)
+        return skip.add_(self.block[1:](F.elu(x, inplace=not exporting())))
 
 
 class SLSTM(nn.Module):
@@ -128,8 +134,25 @@ class SLSTM(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.permute(2, 0, 1)
-        y, _ = self.lstm(x)
+        y = _onnx_lstm(self.lstm, x) if exporting() else self.lstm(x)[0]
         return (y + x).permute(1, 2, 0)
+
+
+def _onnx_lstm(lstm: nn.LSTM, x: torch.Tensor) -> torch.Tensor:
+    """nn.LSTM (zero initial state, batch second) as ONNX LSTM nodes, one per layer: torch's
+    exporter does not take nn.LSTM over a symbolic number of steps. ONNX orders the gates
+    input, output, forget, cell; torch input, forget, cell, output."""
+    hidden, gates = lstm.hidden_size, [0, 3, 1, 2]
+    for layer in range(lstm.num_layers):
+        w, r = (getattr(lstm, f"weight_{n}_l{layer}").reshape(4, hidden, -1)[gates]
+                .reshape(1, 4 * hidden, -1) for n in ("ih", "hh"))
+        b = torch.cat([getattr(lstm, f"bias_{n}_l{layer}").reshape(4, hidden)[gates]
+                       for n in ("ih", "hh")]).reshape(1, 8 * hidden)
+        y = torch.onnx.ops.symbolic("LSTM", (x, w, r, b), {"hidden_size": hidden},
+                                    dtype=x.dtype, shape=[x.shape[0], 1, x.shape[1], hidden],
+                                    version=14)
+        x = y[:, 0]
+    return x
 
 
 def _residuals(cfg: EncodecConfig, dim: int, conv: type) -> list[nn.Module]:
