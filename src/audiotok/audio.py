@@ -28,9 +28,10 @@ AUDIO_SUFFIXES = {".wav", ".flac", ".ogg", ".oga", ".opus", ".mp3", ".aiff", ".a
 
 @dataclass
 class AudioItem:
-    """One mono signal at the codec's rate, plus where it came from."""
+    """One signal at the codec's rate, plus where it came from: mono [N], or [C, N] for a
+    codec of C > 1 channels."""
 
-    samples: torch.Tensor | np.ndarray  # [N] float32 (numpy with to_items(arrays=True))
+    samples: torch.Tensor | np.ndarray  # float32 (numpy with to_items(arrays=True))
     source_rate: int
     source_samples: int
     name: str
@@ -155,8 +156,11 @@ def _as_float(x, name: str, arrays: bool = False):
     return x if arrays else _torch().from_numpy(x)
 
 
-def to_items(x, sample_rate, target_rate: int, arrays: bool = False) -> list[AudioItem]:
-    """Normalise any supported audio input into mono items at `target_rate`.
+def to_items(x, sample_rate, target_rate: int, arrays: bool = False, channels: int = 1
+             ) -> list[AudioItem]:
+    """Normalise any supported audio input into items at `target_rate`: mono [N] (the channels
+    averaged), or with channels=2, stereo [2, N] (a mono input on both channels; more than two
+    channels are refused), as the encodec package's convert_audio does.
 
     x: a path, bytes of an audio file, an array/tensor [N] or [C, N] (one item) or [B, C, N]
     (a batch), or a list/tuple of such single items. Arrays are at `sample_rate` (default: the
@@ -172,23 +176,25 @@ def to_items(x, sample_rate, target_rate: int, arrays: bool = False) -> list[Aud
             if _ndim(item) == 3:
                 raise AudioError(f"item {i}: a list holds single items ([N] or [C, N]); got a "
                                  "3-D batch")
-            items += _one_input(item, sample_rate, target_rate, f"item {i}", arrays)
+            items += _one_input(item, sample_rate, target_rate, f"item {i}", arrays, channels)
         return items
-    return _one_input(x, sample_rate, target_rate, "audio", arrays)
+    return _one_input(x, sample_rate, target_rate, "audio", arrays, channels)
 
 
 def _ndim(x) -> int:
     return x.ndim if isinstance(x, np.ndarray) or _is_tensor(x) else 0
 
 
-def _one_input(x, sample_rate, target_rate, name, arrays: bool) -> list[AudioItem]:
+def _one_input(x, sample_rate, target_rate, name, arrays: bool, channels: int = 1
+               ) -> list[AudioItem]:
     if isinstance(x, (str, os.PathLike, bytes)):
         label = name if isinstance(x, bytes) else str(x)
         data, rate = read_audio(x, label)
         if sample_rate is not None and sample_rate != rate:
             raise AudioError(f"{label}: file is at {rate} Hz but sample_rate={sample_rate} was "
                              "given; leave sample_rate unset for files")
-        return [_item(data if arrays else _torch().from_numpy(data), rate, target_rate, label)]
+        return [_item(data if arrays else _torch().from_numpy(data), rate, target_rate, label,
+                      channels)]
     if not (isinstance(x, np.ndarray) or _is_tensor(x)):
         raise AudioError(f"{name}: unsupported audio input of type {type(x).__name__}; expected a "
                          "path, bytes, numpy array or torch tensor")
@@ -198,12 +204,14 @@ def _one_input(x, sample_rate, target_rate, name, arrays: bool) -> list[AudioIte
                          f"{x.ndim}-D shape {tuple(x.shape)}")
     x = _as_float(x, name, arrays)
     if x.ndim == 3:
-        return [_item(x[b], rate, target_rate, f"{name}[{b}]") for b in range(x.shape[0])]
-    return [_item(x, rate, target_rate, name)]
+        return [_item(x[b], rate, target_rate, f"{name}[{b}]", channels)
+                for b in range(x.shape[0])]
+    return [_item(x, rate, target_rate, name, channels)]
 
 
-def _item(x, rate: int, target_rate: int, name: str) -> AudioItem:
-    """x: float32 [N] or [C, N], a torch tensor or a numpy array (the item keeps its kind)."""
+def _item(x, rate: int, target_rate: int, name: str, want: int = 1) -> AudioItem:
+    """x: float32 [N] or [C, N], a torch tensor or a numpy array (the item keeps its kind);
+    `want` channels out (1: averaged)."""
     if x.ndim == 1:
         x = x[None]
     channels, n = x.shape
@@ -218,17 +226,25 @@ def _item(x, rate: int, target_rate: int, name: str) -> AudioItem:
         columns = bad.any(0) if numpy else bad.any(0).cpu().numpy()
         raise AudioError(f"{name}: audio contains NaN or Inf (first at sample "
                          f"{int(np.flatnonzero(columns)[0])})")
-    mono = x.mean(0) if channels > 1 else x[0]
+    if want == 1:
+        out = x.mean(0) if channels > 1 else x[0]
+    elif channels == 1:  # mono on every channel
+        out = np.repeat(x, want, 0) if numpy else x.expand(want, -1)
+    elif channels == want:
+        out = x
+    else:
+        raise AudioError(f"{name}: {channels} channels; this codec takes mono or {want} "
+                         "channels")
     if target_rate is not None and rate != target_rate:  # None: keep the input's rate
         if numpy:
-            mono = resample(mono, rate, target_rate)
+            out = resample(out, rate, target_rate)
         else:
-            mono = _torch().from_numpy(resample(mono.cpu().numpy(), rate, target_rate)).to(
+            out = _torch().from_numpy(resample(out.cpu().numpy(), rate, target_rate)).to(
                 x.device)
-    if (mono.size if numpy else mono.numel()) == 0:
+    if out.shape[-1] == 0:
         raise AudioError(f"{name}: too short: {n} samples at {rate} Hz give no sample at "
                          f"{target_rate} Hz")
-    return AudioItem(np.ascontiguousarray(mono) if numpy else mono.contiguous(), rate, n, name)
+    return AudioItem(np.ascontiguousarray(out) if numpy else out.contiguous(), rate, n, name)
 
 
 def _first_line(e: BaseException) -> str:

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,8 @@ class Codec(FrameMath):
     family: Family  # the declaration in models/<family>/__init__.py: name, title, licence
     # Capabilities (the engine, streaming, export and the runtime read these):
     causal: bool = False  # exact streaming: stream_encoder/stream_decoder, engine slots, steps
+    channels: int = 1  # audio channels in and out (2: EnCodec 48 kHz's stereo)
+    codes_carry_scales: bool = False  # Codes.scales: each segment's gain (EnCodec 48 kHz)
     frame_rule: str = "ceil"  # samples -> frames (chunking.frames_for): "ceil", "plus_one"...
     # Non-causal codecs: inputs longer than window_frames are processed in windows with
     # context_frames of context on both sides (None: always whole); stream_window is the
@@ -151,11 +154,18 @@ class Codec(FrameMath):
         x: a path, bytes of an audio file, a numpy array or torch tensor ([N] mono or [C, N]
         channels-first for one item, [B, C, N] for a batch), or a list of single items of any
         lengths and channel counts. Arrays are at `sample_rate` (default: the codec's rate);
-        audio is downmixed and resampled as needed.
+        audio is downmixed (or, for a stereo codec, mono put on both channels) and resampled as
+        needed.
         """
-        items = to_items(x, sample_rate, self.sample_rate)
+        items = to_items(x, sample_rate, self.sample_rate, channels=self.channels)
         with torch.inference_mode():
             tokens = self._encode_items(items)
+        scales = None
+        if isinstance(tokens, Encoded):  # tokens and each item's segment scales
+            tokens, item_scales = tokens.tokens, tokens.scales
+            scales = torch.zeros(len(tokens), max(len(v) for v in item_scales))
+            for i, v in enumerate(item_scales):
+                scales[i, : len(v)] = v
         lengths = torch.tensor([t.shape[-1] for t in tokens])
         batch = torch.zeros(len(tokens), self.num_codebooks, int(lengths.max()), dtype=torch.long)
         for i, t in enumerate(tokens):
@@ -163,10 +173,11 @@ class Codec(FrameMath):
         return Codes(
             tokens=batch, lengths=lengths, codec=self.name, sample_rate=self.sample_rate,
             samples_per_frame=self.samples_per_frame,
-            num_samples=torch.tensor([it.samples.numel() for it in items]),
+            num_samples=torch.tensor([it.samples.shape[-1] for it in items]),
             meta={"codec_version": __version__, "model": self.title,
                   "source_sample_rate": [it.source_rate for it in items],
                   "source_num_samples": [it.source_samples for it in items]},
+            scales=scales,
         )
 
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
@@ -211,7 +222,8 @@ class Codec(FrameMath):
 
     # -- decode ------------------------------------------------------------------------------
     def decode(self, codes, *, clamp: bool = False, frame_offsets=None) -> torch.Tensor:
-        """Audio float32 [B, 1, N] for Codes or integer tokens [B, K, T] / [K, T].
+        """Audio float32 [B, C, N] (C: the codec's channels) for Codes or integer tokens
+        [B, K, T] / [K, T].
 
         Each item is trimmed to its length (the samples it was encoded from when known, else
         frames * samples_per_frame) and zero beyond it; N is the longest item. Tokens outside a
@@ -220,8 +232,13 @@ class Codec(FrameMath):
         output depends on absolute position (a decoder's seeded noise); others ignore it.
         """
         tokens, lengths, num_samples = self._check_codes(codes, clamp)
+        scales = getattr(codes, "scales", None)
         with torch.inference_mode():
-            if frame_offsets is None:
+            if scales is not None:
+                scales = torch.as_tensor(np.asarray(scales) if not isinstance(
+                    scales, torch.Tensor) else scales, dtype=torch.float32)
+                audio = self._decode_scaled(tokens.to(self.device), lengths, scales)
+            elif frame_offsets is None:
                 audio = self._decode_batch(tokens.to(self.device), lengths)
             else:
                 offsets = torch.as_tensor(frame_offsets, dtype=torch.long).reshape(-1)
@@ -248,6 +265,12 @@ class Codec(FrameMath):
         """Audio [B, 1, T * samples_per_frame] for in-range tokens [B, K, T] (zeros past each
         item's length in frames)."""
         raise NotImplementedError
+
+    def _decode_scaled(self, tokens: torch.Tensor, lengths: torch.Tensor, scales: torch.Tensor
+                       ) -> torch.Tensor:
+        """_decode_batch for codes that carry scales (Codes.scales: a codec that normalises
+        its input's segments overrides it)."""
+        raise CodesError(f"these codes carry segment scales, which {self.title} does not use")
 
     def _decode_by_length(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """_decode_batch for a codec whose padding would reach a shorter item's audio: items of
@@ -390,6 +413,15 @@ class Codec(FrameMath):
         config = {"codec": self.name, "format_version": 1, **self.config.to_dict()}
         with atomic_output(d / "config.json") as tmp:
             tmp.write_text(json.dumps(config, indent=1) + "\n")
+
+
+@dataclass
+class Encoded:
+    """What a codec's _encode_items returns when its codes carry more than tokens: each item's
+    tokens [K, T_i] and its segments' scales [S_i] (Codes.scales)."""
+
+    tokens: list[torch.Tensor]
+    scales: list[torch.Tensor]
 
 
 def codebooks_setting(codebooks, total: int) -> int:

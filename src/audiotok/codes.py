@@ -3,8 +3,9 @@
 Two file formats:
 - `.npy`: one item, integer [K, T], exactly what fish-speech's tools write and read;
 - `.codes` (anything else): a self-describing numpy .npz archive holding `tokens` [B, K, T]
-  (the smallest unsigned dtype that fits), `lengths` [B], `num_samples` [B] (-1 if unknown) and a
-  JSON `meta` string (format, codec name and version, sample rate, frame rate, codebook sizes).
+  (the smallest unsigned dtype that fits), `lengths` [B], `num_samples` [B] (-1 if unknown),
+  `scales` [B, S] (float32, only for a codec whose decoder needs them) and a JSON `meta` string
+  (format, codec name and version, sample rate, frame rate, codebook sizes).
 
 Codes hold torch tensors (the torch codecs) or numpy arrays (the ONNX runtime, which runs
 without torch; `load_codes(path, arrays=True)`); this module imports torch only to make tensors.
@@ -37,8 +38,10 @@ class Codes:
     """tokens [B, K, T] int64; lengths [B] valid frames per item (the rest is padding, zeros).
 
     num_samples [B] is the number of audio samples (at the codec's rate) each item was encoded
-    from, so decoding can return exactly that many; None when unknown. The arrays are torch
-    tensors, or numpy arrays from the ONNX runtime; every codec decodes either kind.
+    from, so decoding can return exactly that many; None when unknown. scales [B, S] float32:
+    what a codec that normalises its input's segments (EnCodec 48 kHz) scales each segment's
+    audio by on decoding (None for the others). The arrays are torch tensors, or numpy arrays
+    from the ONNX runtime; every codec decodes either kind.
     """
 
     tokens: torch.Tensor | np.ndarray
@@ -48,6 +51,7 @@ class Codes:
     samples_per_frame: int | None = None
     num_samples: torch.Tensor | np.ndarray | None = None
     meta: dict = field(default_factory=dict)
+    scales: torch.Tensor | np.ndarray | None = None
 
     def __post_init__(self):
         if self.tokens.ndim != 3:
@@ -59,6 +63,10 @@ class Codes:
         if int(self.lengths.max()) > self.tokens.shape[2] or int(self.lengths.min()) < 0:
             raise CodesError(f"Codes.lengths {self.lengths.tolist()} do not fit "
                              f"{self.tokens.shape[2]} frames")
+        if self.scales is not None and (self.scales.ndim != 2 or
+                                        self.scales.shape[0] != self.tokens.shape[0]):
+            raise CodesError(f"Codes.scales must be [{self.tokens.shape[0]}, segments], got "
+                             f"shape {tuple(self.scales.shape)}")
 
     @property
     def frame_rate(self) -> float | None:
@@ -75,6 +83,7 @@ class Codes:
         return replace(
             self, tokens=self.tokens[i : i + 1, :, :n], lengths=self.lengths[i : i + 1],
             num_samples=None if self.num_samples is None else self.num_samples[i : i + 1],
+            scales=None if self.scales is None else self.scales[i : i + 1],
         )
 
     def require_codec(self, name: str) -> None:
@@ -128,6 +137,9 @@ def save_codes(codes: Codes, path: str | os.PathLike) -> None:
         if len(codes) != 1:
             raise CodesError(f"{path}: a .npy codes file holds one item, got a batch of "
                              f"{len(codes)}; save as .codes or save each item")
+        if codes.scales is not None:
+            raise CodesError(f"{path}: a .npy codes file holds tokens only, and these codes "
+                             "carry segment scales; save as .codes")
         save_npy(path, as_numpy(codes.tokens)[0, :, : int(codes.lengths[0])])
         return
     with atomic_output(path) as tmp, open(tmp, "wb") as f:
@@ -145,8 +157,11 @@ def _archive(codes: Codes, name) -> dict:
     if tokens.size and int(tokens.min()) < 0:
         raise CodesError(f"{name}: negative tokens cannot be saved")
     dtype = _smallest_uint(int(tokens.max()) if tokens.size else 0)
-    return dict(tokens=tokens.astype(dtype), lengths=lengths, num_samples=num_samples,
-                meta=np.array(json.dumps(meta)))
+    out = dict(tokens=tokens.astype(dtype), lengths=lengths, num_samples=num_samples,
+               meta=np.array(json.dumps(meta)))
+    if codes.scales is not None:
+        out["scales"] = as_numpy(codes.scales).astype(np.float32)
+    return out
 
 
 def codes_to_bytes(codes: Codes) -> bytes:
@@ -213,9 +228,14 @@ def _from_archive(content: dict, path: Path, make) -> Codes:
     if num_samples is not None and (num_samples >= 0).all():
         ns = make(num_samples.astype(np.int64))
     known = {"format", "format_version", "codec", "sample_rate", "samples_per_frame", "frame_rate"}
+    scales = content.get("scales")
+    if scales is not None and (scales.ndim != 2 or scales.dtype.kind != "f"):
+        raise CodesError(f"{path}: scales must be float [B, segments], got {scales.dtype} "
+                         f"{scales.shape}")
     return Codes(
         tokens=make(tokens.astype(np.int64)), lengths=make(lengths.astype(np.int64)),
         codec=meta.get("codec"), sample_rate=meta.get("sample_rate"),
         samples_per_frame=meta.get("samples_per_frame"), num_samples=ns,
         meta={k: v for k, v in meta.items() if k not in known},
+        scales=None if scales is None else make(scales.astype(np.float32)),
     )

@@ -345,9 +345,9 @@ def decode_to_file(codec, codes: Codes, path, subtype: str | None = None,
     n_total = int(codec.audio_lengths(codes.lengths[:1], None if codes.num_samples is None
                                       else codes.num_samples[:1])[0])
     if not codec.causal:
-        audio = codec.decode(codes[0], clamp=clamp)[0, 0, :n_total]
+        audio = codec.decode(codes[0], clamp=clamp)[0, :, :n_total]
         write_audio(path, audio, codec.sample_rate, subtype)
-        return audio.numel()
+        return audio.shape[-1]
     tokens = codes.tokens[:1, :, : int(codes.lengths[0])]
     kind = Path(path).suffix.lstrip(".").upper()
     kind = kind if kind in sf.available_formats() else "WAV"

@@ -92,7 +92,7 @@ def decode(inputs, output, clamp, stream_mode, push_frames, model, device, threa
         lengths = codec.audio_lengths(codes.lengths, codes.num_samples).tolist()
         for i, n in enumerate(lengths):
             target = dst if len(codes) == 1 else dst.with_name(f"{dst.stem}_{i}{dst.suffix}")
-            write_audio(target, audio[i, 0, :n], codec.sample_rate, subtype)
+            write_audio(target, audio[i, :, :n], codec.sample_rate, subtype)
             written.append(str(target))
         return f"{src} -> {', '.join(written)}"
 
@@ -185,7 +185,7 @@ def reconstruct(inputs, output, sample_rate, model, device, threads, subtype):
         if rate == codec.sample_rate:
             decode_to_file(codec, codes, dst, subtype)
         else:
-            audio = codec.decode(codes)[0, 0].cpu().numpy()
+            audio = codec.decode(codes)[0].cpu().numpy()  # [C, N]
             if rate != codec.sample_rate:
                 audio = resample(audio, codec.sample_rate, rate)
             write_audio(dst, audio, rate, subtype)

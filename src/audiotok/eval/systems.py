@@ -66,7 +66,7 @@ class CodecSystem(System):
         t0 = time.perf_counter()
         codes = codec.encode(audio, rate)
         t1 = time.perf_counter()
-        y = codec.decode(codes)[0, 0]
+        y = codec.decode(codes)[0].mean(0)  # (a stereo codec: its channels' mean)
         t2 = time.perf_counter()
         tokens = codes.tokens[0, :, : int(codes.lengths[0])].numpy()
         return Output(y.numpy(), codec.sample_rate, t1 - t0, t2 - t1, tokens,

@@ -143,6 +143,10 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
         from ..models import load
 
         codec, spec = load(model, device=device, dtype=dtype), str(model)
+    if codec.codes_carry_scales or codec.channels != 1:
+        raise AudiotokError(f"{codec.title} ({codec.channels} channels, codes with segment "
+                            "scales) is not tokenized into corpus shards, which hold mono "
+                            "tokens only; use `audiotok encode` (its .codes files keep them)")
     if batch_seconds is None:  # continuing a run keeps its batches; else the device's default
         earlier = None if overwrite else recorded_settings(out).get("batch_seconds")
         batch_seconds = default_batch_seconds(codec.device) if earlier is None else earlier

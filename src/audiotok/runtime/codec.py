@@ -165,6 +165,9 @@ class OnnxCodec(FrameMath):
         """Audio float32 [B, 1, N] for Codes (numpy or torch arrays) or integer tokens
         [B, K, T] / [K, T]; each item trimmed to its length and zero beyond it, as
         Codec.decode."""
+        if getattr(codes, "scales", None) is not None:
+            raise CodesError("these codes carry segment scales (EnCodec 48 kHz), which no ONNX "
+                             "export decodes")
         tokens, lengths, num_samples = self.check_codes(codes, clamp)
         spf = self.samples_per_frame
         run = self.sessions["decoder"].run

@@ -117,6 +117,9 @@ class Served:
     """One loaded model and everything the engine keeps for it."""
 
     def __init__(self, name: str, codec: Codec, settings: EngineSettings):
+        if codec.channels != 1:
+            raise EngineError(f"model {name!r} ({codec.title}) has {codec.channels} audio "
+                              "channels; the engine serves mono codecs")
         self.name = name
         self.codec = codec
         self.streams: list[Stream] = []

@@ -1,6 +1,6 @@
-"""EnCodec test fixtures: the encodec package's 24 kHz model and MusicGen's 32 kHz one on random
-weights, each with transformers' EncodecModel on the same weights, saved in both layouts once
-per session."""
+"""EnCodec test fixtures: the encodec package's 24 kHz model, MusicGen's 32 kHz one and the
+48 kHz stereo one on random weights, each with transformers' EncodecModel on the same weights,
+saved in both layouts once per session."""
 
 from types import SimpleNamespace
 
@@ -32,3 +32,9 @@ def enc_ref(tmp_path_factory):
 def enc32_ref(tmp_path_factory):
     """MusicGen's codec (facebook/encodec_32khz's configuration)."""
     return _references(tmp_path_factory, "32khz", reference.HF_32KHZ)
+
+
+@pytest.fixture(scope="session")
+def enc48_ref(tmp_path_factory):
+    """The 48 kHz stereo model (GroupNorm, 1 s segments, normalised audio)."""
+    return _references(tmp_path_factory, "48khz", reference.HF_48KHZ)

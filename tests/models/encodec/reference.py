@@ -37,11 +37,19 @@ HF_32KHZ = dict(sampling_rate=32000, audio_channels=1, num_filters=64,
                 pad_mode="reflect", trim_right_ratio=1.0)
 
 
+# transformers' EncodecConfig of facebook/encodec_48khz (its convert_checkpoint's)
+HF_48KHZ = dict(upsampling_ratios=[8, 5, 4, 2], target_bandwidths=[3.0, 6.0, 12.0, 24.0],
+                sampling_rate=48000, audio_channels=2, use_causal_conv=False,
+                norm_type="time_group_norm", normalize=True, chunk_length_s=1.0, overlap=0.01)
+
+
 def encodec_model(seed: int = 0, variant: str = "24khz"):
     encodec = import_encodec()
     torch.manual_seed(seed)
     if variant == "24khz":
         model = encodec.EncodecModel.encodec_model_24khz(pretrained=False).eval()
+    elif variant == "48khz":
+        model = encodec.EncodecModel.encodec_model_48khz(pretrained=False).eval()
     else:
         model = musicgen_model(encodec).eval()
     g = torch.Generator().manual_seed(seed + 1)
@@ -51,7 +59,9 @@ def encodec_model(seed: int = 0, variant: str = "24khz"):
                 p.copy_(0.02 * torch.randn(p.shape, generator=g))
             elif name.endswith("weight_g"):
                 p.mul_(0.5 + torch.rand(p.shape, generator=g))
-        spread = model.encoder(0.1 * torch.randn(1, 1, model.sample_rate,
+            elif name.endswith("norm.weight"):  # the 48 kHz model's GroupNorm gains
+                p.copy_(0.5 + torch.rand(p.shape, generator=g))
+        spread = model.encoder(0.1 * torch.randn(1, model.channels, model.sample_rate,
                                                  generator=g)).std()
         for i, layer in enumerate(model.quantizer.vq.layers):
             book = layer._codebook
@@ -88,6 +98,7 @@ def hf_model(model, config: dict | None = None):
         new = (key.replace("encoder.model.", "encoder.layers.")
                .replace("decoder.model.", "decoder.layers.")
                .replace(".conv.conv.", ".conv.").replace(".convtr.convtr.", ".conv.")
+               .replace(".conv.norm.", ".norm.").replace(".convtr.norm.", ".norm.")
                .replace("quantizer.vq.layers.", "quantizer.layers.")
                .replace("._codebook.", ".codebook.")
                .replace(".weight_g", ".parametrizations.weight.original0")
@@ -95,6 +106,13 @@ def hf_model(model, config: dict | None = None):
         sd[new] = value
     hf.load_state_dict(sd, strict=True)
     return hf
+
+
+def reference_segments(model, audio: torch.Tensor, bandwidth: float | None = None) -> list:
+    """The package's encoded frames (codes [B, K, T_s], scale [B, 1] or None) per segment."""
+    model.set_target_bandwidth(bandwidth) if bandwidth else setattr(model, "bandwidth", None)
+    with torch.no_grad():
+        return model.encode(audio)
 
 
 def reference_codes(model, audio: torch.Tensor, bandwidth: float | None = None) -> torch.Tensor:

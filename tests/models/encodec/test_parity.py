@@ -90,10 +90,6 @@ def test_options_and_refusals(enc_ref, tmp_path):
     assert detect_family(enc_ref.th).name == "encodec"  # not S2's (any other .pth/.th)
     assert detect_family(enc_ref.th.parent).name == "encodec"
     assert detect_family(enc_ref.hf_dir).name == "encodec"
-    stereo = reference.import_encodec().EncodecModel.encodec_model_48khz(pretrained=False)
-    path = reference.save_th(stereo, tmp_path, "encodec_48khz-test.th")
-    with pytest.raises(AudiotokError, match="48 kHz stereo EnCodec .* not supported yet"):
-        audiotok.load(path)
     codec = audiotok.load(enc_ref.th, codebooks=8)
     tokens = codec.encode(noise(3000, 5)[0], 24000).tokens
     for k in (1, 8):

@@ -1,6 +1,6 @@
 """EnCodec (Meta): 24 kHz mono, causal, 2-32 codebooks of 1024 at 75 Hz (1.5-24 kbit/s), the
-codec of Bark and VALL-E; and MusicGen's 32 kHz mono variant (not causal, 4 codebooks of 2048 at
-50 Hz). The 48 kHz stereo model is not supported yet.
+codec of Bark and VALL-E; MusicGen's 32 kHz mono variant (not causal, 4 codebooks of 2048 at
+50 Hz); and the 48 kHz stereo model (1 s segments, normalised, 2-16 codebooks of 1024 at 150 Hz).
 
 The family's declaration (models/family.py); the model code is imported on first load."""
 
@@ -42,14 +42,16 @@ FAMILY = Family(
     presets=(Preset("encodec-24khz", "facebook/encodec_24khz",
                     ("model.safetensors", "config.json")),
              Preset("encodec-32khz", "facebook/encodec_32khz",
+                    ("model.safetensors", "config.json")),
+             Preset("encodec-48khz", "facebook/encodec_48khz",
                     ("model.safetensors", "config.json"))),
     detect=_detect,
     llm_schemes={"bark": ".llm:BarkIds", "valle": ".llm:ValleIds", "musicgen": ".llm:MusicgenIds",
                  "musicgen-stereo": ".llm:MusicgenStereoIds"},
-    options={"codebooks": LoadOption("codebooks encode gives (24 kHz: 1..32, 32 kHz: 1..4; "
-                                     "default all, as the encodec package; transformers "
-                                     "defaults to 2 at 24 kHz)", int),
+    options={"codebooks": LoadOption("codebooks encode gives (24 kHz: 1..32, 32 kHz: 1..4, "
+                                     "48 kHz: 1..16; default all, as the encodec package; "
+                                     "transformers defaults to its smallest bandwidth)", int),
              "bandwidth": LoadOption("a target bandwidth in kbit/s, which sets the codebooks "
                                      "(24 kHz: 1.5, 3, 6, 12, 24; 6 is 8 codebooks, Bark's "
-                                     "and VALL-E's; 32 kHz: 2.2)")},
+                                     "and VALL-E's; 32 kHz: 2.2; 48 kHz: 3, 6, 12, 24)")},
 )

@@ -8,9 +8,9 @@ import torch
 
 from ...audio import AudioItem
 from ...checkpoint import build_model
-from ...codec import Codec, codebooks_setting
-from ...errors import AudiotokError
-from . import FAMILY
+from ...codec import Codec, Encoded, by_length, codebooks_setting
+from ...errors import AudiotokError, CodesError
+from . import FAMILY, segments
 from .config import EncodecConfig
 from .model import EncodecModel
 from .weights import checkpoint_file, load_checkpoint
@@ -36,9 +36,10 @@ class EncodecCodec(Codec):
                  bandwidth: float | str | None = None, **kw):
         super().__init__(model, model.config, **kw)
         cfg = model.config
-        if cfg.channels != 1 or cfg.segment is not None:
-            raise AudiotokError("the 48 kHz stereo EnCodec (segments, normalised audio) is not "
-                                "supported yet; the 24 kHz and 32 kHz models are")
+        self.channels = cfg.channels
+        self.segmented = cfg.segment is not None  # the 48 kHz model: see segments.py
+        self.codes_carry_scales = self.segmented
+        self.stream_stateful = cfg.norm == "weight_norm" and not self.segmented
         if codebooks is not None and bandwidth is not None:
             raise AudiotokError("give codebooks or bandwidth, not both")
         if bandwidth is not None:
@@ -102,10 +103,55 @@ class EncodecCodec(Codec):
     def info(self) -> dict:
         return {**super().info(), "bandwidth_kbps": self.bandwidth}
 
-    def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
+    def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor] | Encoded:
         """Items of one length run as a batch, each length on its own (the reflection at the
-        end reaches the last frame)."""
-        return self._encode_by_length(items, [it.samples.numel() for it in items])
+        end reaches the last frame); the 48 kHz model's in segments, with their scales."""
+        if not self.segmented:
+            return self._encode_by_length(items, [it.samples.numel() for it in items])
+        tokens: list = [None] * len(items)
+        scales: list = [None] * len(items)
+        for _, group in by_length([it.samples.shape[-1] for it in items]):
+            audio = torch.stack([items[i].samples.to(self.device) for i in group])
+            codes, factors = segments.encode(self.model, audio)
+            for j, i in enumerate(group):
+                tokens[i], scales[i] = codes[j].cpu(), factors[j].cpu()
+        return Encoded(tokens, scales)
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        if self.segmented:  # codes without scales: each segment as the package decodes a
+            return self._decode_segments(tokens, lengths, None)  # segment without one
         return self._decode_by_length(tokens, lengths)
+
+    def _decode_scaled(self, tokens: torch.Tensor, lengths: torch.Tensor, scales: torch.Tensor
+                       ) -> torch.Tensor:
+        if not self.segmented:
+            return super()._decode_scaled(tokens, lengths, scales)
+        return self._decode_segments(tokens, lengths, scales)
+
+    def _decode_segments(self, tokens: torch.Tensor, lengths: torch.Tensor,
+                         scales: torch.Tensor | None) -> torch.Tensor:
+        """Items of one length as a batch: their segments decoded, scaled, overlap-added."""
+        cfg = self.config
+        out = torch.zeros(tokens.shape[0], cfg.channels,
+                          segments.decoded_samples(cfg, tokens.shape[-1]), device=tokens.device)
+        for n, group in by_length(lengths.tolist()):
+            if n == 0:
+                continue
+            factors = None
+            if scales is not None:
+                need = len(segments.segment_frames(cfg, n))
+                if scales.shape[1] < need:
+                    raise CodesError(f"{n} frames are {need} segments; the codes carry "
+                                     f"{scales.shape[1]} segment scales")
+                factors = scales[group].to(tokens.device)
+            audio = segments.decode(self.model, tokens[group][..., :n], factors)
+            out[group, :, : audio.shape[-1]] = audio.to(out.dtype)
+        return out
+
+    def audio_lengths(self, lengths: torch.Tensor, num_samples: torch.Tensor | None = None
+                      ) -> torch.Tensor:
+        if not self.segmented:
+            return super().audio_lengths(lengths, num_samples)
+        out = torch.tensor([segments.decoded_samples(self.config, n) if n else 0
+                            for n in lengths.tolist()])
+        return out if num_samples is None else torch.minimum(num_samples.cpu(), out)

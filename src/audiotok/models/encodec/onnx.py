@@ -17,6 +17,9 @@ from ...export.onnx import MAX_FRAMES, Call, export_graph
 def onnx_graphs(codec, tmp: Path, facts: dict, max_push_frames: int | None) -> dict:
     if max_push_frames is not None:
         raise AudiotokError("max_push_frames applies to causal codecs")
+    if codec.segmented:
+        raise AudiotokError("the 48 kHz EnCodec (stereo segments with their scales) has no "
+                            "ONNX export yet; the 24 and 32 kHz models have")
     model = codec.model.eval()
     spf = codec.samples_per_frame
     batch = torch.export.Dim("batch", min=1, max=4096)

@@ -1,0 +1,191 @@
+"""EnCodec 48 kHz stereo (1 s segments every 47520 samples, each normalised to unit rms and
+encoded alone; decoding scales each segment back and overlap-adds them): codes and scales
+identical to the `encodec` package and, segment by segment, to transformers' EncodecModel, audio
+within 1e-5 of the package's, for short inputs, a short last segment (96500 samples: 150, 150
+and 5 frames), every segment layout; mono input on both channels; a batch equal to its items
+alone; the scales through a .codes file; codes without scales; clear refusals."""
+
+import numpy as np
+import pytest
+import torch
+
+import audiotok
+from audiotok.errors import AudiotokError, CodesError
+from audiotok.models.encodec import segments
+from audiotok.models.encodec.config import ENCODEC_48KHZ
+from tests.models.encodec import reference
+
+LENGTHS = (1, 319, 320, 321, 967, 47520, 47521, 48000, 96500)
+
+
+def noise(n: int, seed: int, channels: int = 2) -> torch.Tensor:
+    return 0.2 * torch.randn(channels, n, generator=torch.Generator().manual_seed(seed))
+
+
+def package(ref, x: torch.Tensor):
+    """The package's codes [1, K, T], scales [1, S] and audio [1, 2, N] of x [2, N]."""
+    frames = reference.reference_segments(ref, x[None])
+    with torch.no_grad():
+        audio = ref.decode(frames)[..., : x.shape[-1]]
+    return (torch.cat([f[0] for f in frames], -1),
+            torch.stack([f[1].view(-1) for f in frames], 1), audio)
+
+
+@pytest.fixture(scope="module")
+def codec(enc48_ref):
+    return audiotok.load(enc48_ref.th)
+
+
+def test_codes_scales_and_audio_equal_the_package(enc48_ref, codec):
+    assert codec.config == ENCODEC_48KHZ and codec.channels == 2
+    assert (codec.num_codebooks, codec.samples_per_frame, codec.sample_rate) == (16, 320, 48000)
+    for i, n in enumerate(LENGTHS):
+        x = noise(n, i)
+        want_codes, want_scales, want_audio = package(enc48_ref.ref, x)
+        codes = codec.encode(x, 48000)
+        assert torch.equal(codes.tokens, want_codes), n
+        assert torch.equal(codes.scales, want_scales), n
+        audio = codec.decode(codes)
+        assert audio.shape == want_audio.shape == (1, 2, n)
+        assert (audio - want_audio).abs().max() <= 1e-5, n
+    assert codes.tokens.shape[-1] == 305 and codes.scales.shape == (1, 3)  # 150 + 150 + 5
+    assert len(torch.unique(codes.tokens)) > 500  # not degenerate
+
+
+def test_transformers_gives_the_same_codes_per_segment(enc48_ref, codec):
+    """transformers pads the last segment's codes to 150 frames (`last_frame_pad_length`),
+    and decodes as the package once given that."""
+    x = noise(96500, 20)
+    codes = codec.encode(x, 48000)
+    with torch.no_grad():
+        hf = enc48_ref.hf.encode(x[None], bandwidth=24.0)
+        hf_audio = enc48_ref.hf.decode(hf.audio_codes, hf.audio_scales,
+                                       last_frame_pad_length=hf.last_frame_pad_length)
+    start = 0
+    for s, frames in enumerate((150, 150, 5)):
+        assert torch.equal(hf.audio_codes[s][..., :frames],
+                           codes.tokens[..., start : start + frames])
+        assert torch.equal(hf.audio_scales[s].view(-1), codes.scales[:, s])
+        start += frames
+    assert hf.last_frame_pad_length == 145
+    assert (codec.decode(codes) - hf_audio.audio_values[..., :96500]).abs().max() <= 1e-5
+
+
+def test_every_segment_layout_follows_from_the_frame_count():
+    """Decoding knows each item's segments from its frame count alone: for every length up to
+    2 s, and around the third segment's start, the layout of its frames is its own."""
+    cfg = ENCODEC_48KHZ
+    for n in [*range(1, 96001), *range(95000, 96200)]:
+        own = segments.frames_of(cfg, n)
+        assert segments.segment_frames(cfg, sum(own)) == own, n
+
+
+def test_where_the_package_fails_the_overlap_spans_every_segment(enc48_ref, codec):
+    """47681-47840 samples: a first segment of 150 frames (48000 samples decoded) and a last of
+    one; the package's overlap-add is sized by the last segment and fails. audiotok's spans
+    both: each segment decoded and scaled as the package's _decode_frame, then overlap-added."""
+    x = noise(47700, 30)
+    codes = codec.encode(x, 48000)
+    frames = reference.reference_segments(enc48_ref.ref, x[None])
+    assert [f[0].shape[-1] for f in frames] == [150, 1]
+    with torch.no_grad():
+        pieces = [enc48_ref.ref._decode_frame(f) for f in frames]
+        with pytest.raises(RuntimeError):
+            enc48_ref.ref.decode(frames)
+    want = segments.overlap_add(pieces, 47520)[..., :47700]
+    assert (codec.decode(codes) - want).abs().max() <= 1e-5
+
+
+def test_mono_input_a_batch_and_the_scales_in_a_codes_file(enc48_ref, codec, tmp_path):
+    mono = noise(5000, 40, channels=1)
+    want_codes, want_scales, _ = package(enc48_ref.ref, mono.expand(2, -1))
+    got = codec.encode(mono[0], 48000)  # as the package's convert_audio: on both channels
+    assert torch.equal(got.tokens, want_codes) and torch.equal(got.scales, want_scales)
+    items = [noise(n, 50 + i) for i, n in enumerate((96500, 3000, 96500, 48000))]
+    batch = codec.encode(items, 48000)
+    audio = codec.decode(batch)
+    assert batch.scales.shape == (4, 3)
+    for i, item in enumerate(items):
+        alone = codec.encode(item, 48000)
+        t = int(batch.lengths[i])
+        assert torch.equal(batch.tokens[i, :, :t], alone.tokens[0])
+        torch.testing.assert_close(batch.scales[i, : alone.scales.shape[1]], alone.scales[0],
+                                   rtol=1e-6, atol=0)  # (a batched mean rounds its own way)
+        assert (audio[i, :, : item.shape[-1]] - codec.decode(alone)[0]).abs().max() <= 1e-5
+    path = tmp_path / "stereo.codes"
+    batch.save(path)
+    back = audiotok.Codes.load(path)
+    assert torch.equal(back.scales, batch.scales)
+    assert torch.equal(codec.decode(back), audio)
+    assert torch.equal(codec.decode(back[1]), codec.decode(batch[1]))
+
+
+def test_codes_without_scales_and_refusals(enc48_ref, codec):
+    x = noise(50000, 60)
+    codes = codec.encode(x, 48000)
+    frames = reference.reference_segments(enc48_ref.ref, x[None])
+    with torch.no_grad():  # the package decodes a segment without a scale unscaled
+        want = enc48_ref.ref.decode([(f[0], None) for f in frames])
+    raw = codec.decode(codes.tokens)
+    assert raw.shape == want.shape and (raw - want).abs().max() <= 1e-5
+    short = audiotok.Codes(codes.tokens, codes.lengths, scales=codes.scales[:, :1])
+    with pytest.raises(CodesError, match="2 segments; the codes carry 1 segment scales"):
+        codec.decode(short)
+    with pytest.raises(AudiotokError, match="3 channels; this codec takes mono or 2"):
+        codec.encode(noise(100, 1, channels=3), 48000)
+    with pytest.raises(AudiotokError, match="no exact stream decoder"):
+        codec.stream_decoder()
+    with pytest.raises(AudiotokError, match="no exact stream encoder"):
+        codec.stream_encoder()
+    from audiotok.export import export_onnx
+    from audiotok.server import Engine
+    from audiotok.server.errors import EngineError
+
+    with pytest.raises(AudiotokError, match="no ONNX export yet"):
+        export_onnx(codec, enc48_ref.th.parent / "onnx")
+    with pytest.raises(EngineError, match="2 audio channels; the engine serves mono"):
+        Engine({"stereo": codec}, start=False)
+    mono_codec = audiotok.load(reference.save_th(reference.encodec_model(), enc48_ref.th.parent
+                                                 / "mono", "encodec_24khz-x.th"))
+    with pytest.raises(CodesError, match="segment scales, which .* does not use"):
+        mono_codec.decode(audiotok.Codes(torch.zeros(1, 32, 3, dtype=torch.long),
+                                         torch.tensor([3]), scales=torch.ones(1, 1)))
+    assert np.isfinite(raw.numpy()).all()
+
+
+def test_bandwidth_and_the_hub_name(enc48_ref, tmp_path):
+    from tests.test_hub import load_through_cache
+
+    x = noise(3000, 70)
+    codec = audiotok.load(enc48_ref.th, bandwidth="6")
+    assert codec.num_codebooks == 4 and codec.bandwidth == 6.0
+    frames = reference.reference_segments(enc48_ref.ref, x[None], 6.0)
+    assert torch.equal(codec.encode(x, 48000).tokens, frames[0][0])
+    stderr, codes = load_through_cache(tmp_path, "facebook/encodec_48khz", enc48_ref.hf_dir,
+                                       "encodec-48khz", x.numpy(), 48000,
+                                       options=", bandwidth='6'")
+    assert "licence not stated" in stderr
+    assert np.array_equal(codes, frames[0][0].numpy())
+
+
+def test_the_command_line_writes_stereo(enc48_ref, codec, tmp_path):
+    import soundfile as sf
+    from click.testing import CliRunner
+
+    from audiotok.cli import main
+
+    x = noise(50000, 80)
+    sf.write(tmp_path / "in.wav", x.T.numpy(), 48000, subtype="FLOAT")
+    run = CliRunner().invoke
+    for args in (["encode", str(tmp_path / "in.wav"), "-o", str(tmp_path / "in.codes")],
+                 ["decode", str(tmp_path / "in.codes"), "-o", str(tmp_path / "out.wav")]):
+        r = run(main, [*args, "--model", str(enc48_ref.th)], catch_exceptions=False)
+        assert r.exit_code == 0, r.output
+    out, rate = sf.read(tmp_path / "out.wav", dtype="float32")
+    want = codec.decode(codec.encode(x, 48000))[0].numpy()
+    assert rate == 48000 and out.shape == (50000, 2)
+    assert np.abs(out.T - want).max() <= 1 / 32767 + 1e-5  # (16-bit PCM, the default)
+    r = run(main, ["encode", str(tmp_path / "in.wav"), "-o", str(tmp_path / "in.npy"), "--model",
+                   str(enc48_ref.th)])
+    assert r.exit_code != 0 and "carry segment scales; save as .codes" in r.output
+    assert not (tmp_path / "in.npy").exists()
