@@ -5,9 +5,11 @@ time of each, the real-time factor and the extra resident memory of the call.
     pip install --no-deps encodec==0.1.1
     python benchmarks/encodec_speed.py --threads 2 --durations 10,60 --bandwidth 24
     python benchmarks/encodec_speed.py --variant 32khz --bandwidth 2.2   # MusicGen's
+    python benchmarks/encodec_speed.py --variant 48khz --bandwidth 24    # stereo, segments
 
 The 32 kHz model is the package's modules with facebook/encodec_32khz's arguments
-(tests/models/encodec/reference.py).
+(tests/models/encodec/reference.py). The 48 kHz model encodes speech on both channels (the
+left delayed by 7 ms), in 1 s segments; codes and scales checked equal.
 All three encode whole frames of speech at --bandwidth (codes checked equal) and run under
 torch.inference_mode.
 """
@@ -29,11 +31,12 @@ def main() -> None:
     p = parser(__doc__)
     p.add_argument("--durations", default="10,60", help="audio seconds, comma-separated")
     p.add_argument("--bandwidth", type=float, default=24.0)
-    p.add_argument("--variant", choices=("24khz", "32khz"), default="24khz")
+    p.add_argument("--variant", choices=("24khz", "32khz", "48khz"), default="24khz")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     ref = reference.encodec_model(variant=args.variant)
-    hf = reference.hf_model(ref, reference.HF_32KHZ if args.variant == "32khz" else None)
+    hf = reference.hf_model(ref, {"32khz": reference.HF_32KHZ,
+                                  "48khz": reference.HF_48KHZ}.get(args.variant))
     path = reference.save_th(ref, args.workdir / f"encodec_{args.variant}_full",
                              f"encodec_{args.variant}-test.th")
     ours = audiotok.load(path, bandwidth=str(args.bandwidth))
@@ -43,19 +46,82 @@ def main() -> None:
     for seconds in [float(s) for s in args.durations.split(",")]:
         n = int(seconds * rate) // hop * hop
         x = torch.from_numpy(speech(n / rate, rate))[None, None].float()
-        impls = {
-            "audiotok": (lambda x=x: ours.encode(x[0], rate).tokens, lambda c: ours.decode(c)),
-            "encodec 0.1.1": (lambda x=x: ref.encode(x)[0][0],
-                              lambda c: ref.decode([(c, None)])),
-            "transformers": (lambda x=x: hf.encode(x, bandwidth=args.bandwidth).audio_codes[0],
-                             lambda c: hf.decode(c[None], [None]).audio_values),
-        }
+        if ours.channels == 1:
+            impls = {
+                "audiotok": (lambda x=x: ours.encode(x[0], rate).tokens,
+                             lambda c: ours.decode(c)),
+                "encodec 0.1.1": (lambda x=x: ref.encode(x)[0][0],
+                                  lambda c: ref.decode([(c, None)])),
+                "transformers": (lambda x=x: hf.encode(x, bandwidth=args.bandwidth)
+                                 .audio_codes[0],
+                                 lambda c: hf.decode(c[None], [None]).audio_values),
+            }
+        else:  # stereo in segments: the codes compared are (tokens, scales) as one tensor
+            x = torch.cat([torch.roll(x, 336, -1), x], 1)
+            impls = {"audiotok": (lambda x=x: _ours_48(ours, x[0], rate),
+                                  lambda c: ours.decode(_codes_48(ours, c))),
+                     "encodec 0.1.1": (lambda x=x: _package_48(ref.encode(x)),
+                                       lambda c: ref.decode(_frames_48(ours, c))),
+                     "transformers": (lambda x=x: _hf_48(hf.encode(x, bandwidth=args.bandwidth)),
+                                      lambda c: _hf_decode_48(hf, ours, c))}
         with torch.inference_mode():
             times, memory, codes = encode_decode_rounds(impls, args.repeats)
         same = all(torch.equal(codes["audiotok"], c) for c in codes.values())
         report_rounds(rows, times, memory, same, n / rate, seconds)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+
+
+def _ours_48(codec, x, rate):
+    codes = codec.encode(x, rate)
+    return _joined(codes.tokens, codes.scales)
+
+
+def _joined(tokens, scales):
+    """tokens [1, K, T] and scales [1, S] as one tensor [1, K, T + S] (each row the scales)."""
+    return torch.cat([tokens.float(), scales[:, None].expand(-1, tokens.shape[1], -1)], -1)
+
+
+def _package_48(frames):
+    return _joined(torch.cat([f[0] for f in frames], -1),
+                   torch.stack([f[1].view(-1) for f in frames], 1))
+
+
+def _hf_48(out):
+    codes = torch.cat([c[..., : 150 - (out.last_frame_pad_length if i == len(out.audio_codes) - 1
+                                      else 0)] for i, c in enumerate(out.audio_codes)], -1)
+    return _joined(codes, torch.cat(list(out.audio_scales), 1))
+
+
+def _split_48(codec, c):
+    """(tokens [1, K, T], scales [1, S], segment frames) of a compared tensor."""
+    from audiotok.models.encodec import segments
+
+    frames = c.shape[-1]
+    for s in range(1, frames):
+        layout = segments.segment_frames(codec.config, frames - s)
+        if len(layout) == s:
+            return c[:, :, : frames - s].long(), c[:, 0, frames - s :], layout
+    raise ValueError("not a 48 kHz code tensor")
+
+
+def _codes_48(codec, c):
+    tokens, scales, _ = _split_48(codec, c)
+    return audiotok.Codes(tokens, torch.tensor([tokens.shape[-1]]), scales=scales)
+
+
+def _frames_48(codec, c):
+    tokens, scales, layout = _split_48(codec, c)
+    starts = [sum(layout[:i]) for i in range(len(layout))]
+    return [(tokens[..., a : a + n], scales[:, i : i + 1]) for i, (a, n) in
+            enumerate(zip(starts, layout, strict=True))]
+
+
+def _hf_decode_48(hf, codec, c):
+    frames = _frames_48(codec, c)
+    pad = 150 - frames[-1][0].shape[-1]
+    codes = torch.stack([torch.nn.functional.pad(t, (0, 150 - t.shape[-1])) for t, _ in frames])
+    return hf.decode(codes, [s for _, s in frames], last_frame_pad_length=pad).audio_values
 
 
 if __name__ == "__main__":

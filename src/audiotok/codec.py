@@ -119,6 +119,7 @@ class Codec(FrameMath):
             "model": self.title,
             "source": self.source,
             "sample_rate": self.sample_rate,
+            "channels": self.channels,
             "samples_per_frame": self.samples_per_frame,
             "frame_rate": self.frame_rate,
             "num_codebooks": self.num_codebooks,

@@ -61,7 +61,19 @@ class _Norm(nn.Module):
         self.norm = nn.GroupNorm(1, channels) if group_norm else nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.norm(getattr(self, self.name)(x))
+        y = getattr(self, self.name)(x)
+        if isinstance(self.norm, nn.GroupNorm) and is_channels_last(y):
+            return _group_norm_channels_last(y, self.norm)
+        return self.norm(y)
+
+
+def _group_norm_channels_last(y: torch.Tensor, norm: nn.GroupNorm) -> torch.Tensor:
+    """GroupNorm(1, C) of channels-last y [B, C, T] without a copy to channels-first (the
+    decoder's layout; nn.GroupNorm copies it): one group is a layer norm over (T, C) of the
+    transposed view, then the per-channel affine."""
+    t = y.transpose(1, 2)  # [B, T, C], contiguous
+    out = F.layer_norm(t, t.shape[1:], eps=norm.eps)
+    return torch.addcmul(norm.bias, out, norm.weight).transpose(1, 2)
 
 
 class SConv1d(nn.Module):
