@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -120,3 +121,43 @@ def onnx_graph_facts(path) -> tuple[dict, list[list]]:
     dims = [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim]
             for i in model.graph.input]
     return meta, dims
+
+
+@contextlib.contextmanager
+def served_client(codecs: dict):
+    """A TestClient of `audiotok serve`'s app over an engine of `codecs` (4 streams, 5 s idle
+    timeout), the engine closed after."""
+    from fastapi.testclient import TestClient
+
+    from audiotok.server import Engine, EngineSettings
+    from audiotok.server.app import ServerSettings, create_app
+
+    engine = Engine(codecs, EngineSettings(max_streams=4))
+    try:
+        with TestClient(create_app(engine, ServerSettings(idle_timeout=5.0))) as client:
+            yield client
+    finally:
+        engine.close(timeout=10)
+
+
+def ws_stream_decode(client, model: str, tokens: np.ndarray, pushes) -> tuple[dict, np.ndarray,
+                                                                           dict]:
+    """Tokens [K, T] sent over /v1/stream/decode as binary pushes of `pushes` frames each (f32le
+    out): (the ready message, the audio, the done message)."""
+    import json
+
+    from audiotok.server.protocol import tokens_to_binary
+
+    with client.websocket_connect("/v1/stream/decode") as ws:
+        ws.send_json({"type": "start", "model": model, "sample_format": "f32le"})
+        ready = ws.receive_json()
+        sent = 0
+        for n in pushes:
+            ws.send_bytes(tokens_to_binary(tokens[:, sent : sent + n]))
+            sent += n
+        assert sent == tokens.shape[1]
+        ws.send_json({"type": "end"})
+        pcm = []
+        while (msg := ws.receive()).get("bytes") is not None:
+            pcm.append(np.frombuffer(msg["bytes"], "<f4"))
+        return ready, np.concatenate(pcm), json.loads(msg["text"])

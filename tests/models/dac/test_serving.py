@@ -2,18 +2,13 @@
 WebSocket decode stream (the stateful stream, tokens in ragged binary pushes) returns exactly
 the offline decode, the T x 320 - 8 end of the 16 kHz strides included."""
 
-import json
 
 import numpy as np
 import pytest
 import torch
 
 pytest.importorskip("fastapi")
-from fastapi.testclient import TestClient  # noqa: E402
-
-from audiotok.server import Engine, EngineSettings  # noqa: E402
-from audiotok.server.app import ServerSettings, create_app  # noqa: E402
-from audiotok.server.protocol import tokens_to_binary  # noqa: E402
+from tests.helpers import served_client, ws_stream_decode  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +16,8 @@ def served(dac_refs):
     import audiotok
 
     codec = audiotok.load(dac_refs("tiny_odd").pth)
-    engine = Engine({"dac": codec}, EngineSettings(max_streams=4))
-    with TestClient(create_app(engine, ServerSettings(idle_timeout=5.0))) as client:
+    with served_client({"dac": codec}) as client:
         yield client, codec
-    engine.close(timeout=10)
 
 
 def test_http_encode_and_decode_equal_the_library(served):
@@ -49,19 +42,7 @@ def test_websocket_stream_equals_the_offline_decode(served):
     client, codec = served
     tokens = np.random.default_rng(4).integers(0, 1024, (12, 23))
     want = codec.decode(torch.from_numpy(tokens))[0, 0].numpy()
-    with client.websocket_connect("/v1/stream/decode") as ws:
-        ws.send_json({"type": "start", "model": "dac", "sample_format": "f32le"})
-        ready = ws.receive_json()
-        assert ready["type"] == "ready" and ready["decode"] == "stateful", ready
-        sent = 0
-        for n in (1, 5, 2, 15):
-            ws.send_bytes(tokens_to_binary(tokens[:, sent : sent + n]))
-            sent += n
-        ws.send_json({"type": "end"})
-        pcm = []
-        while (msg := ws.receive()).get("bytes") is not None:
-            pcm.append(np.frombuffer(msg["bytes"], "<f4"))
-        done = json.loads(msg["text"])
-    got = np.concatenate(pcm)
+    ready, got, done = ws_stream_decode(client, "dac", tokens, (1, 5, 2, 15))
+    assert ready["type"] == "ready" and ready["decode"] == "stateful", ready
     assert done["type"] == "done" and done["samples"] == want.size == 23 * 320 - 8
     assert got.shape == want.shape and np.abs(got - want).max() <= 1e-5

@@ -81,6 +81,22 @@ def musicgen_model(encodec):
     return encodec.EncodecModel(encoder, decoder, quantizer, [2.2], 32000, 1)
 
 
+def small_codec(config):
+    """audiotok's EnCodec of a small config with random biases and codebooks (the engine's
+    property tests: seconds, not minutes)."""
+    from audiotok.models.encodec.codec import EncodecCodec
+    from audiotok.models.encodec.model import EncodecModel
+
+    torch.manual_seed(0)
+    model = EncodecModel(config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.copy_(0.05 * torch.randn(p.shape))
+        model.quantizer.embed.copy_(torch.randn(model.quantizer.embed.shape))
+    return EncodecCodec(model.eval())
+
+
 def save_th(model, folder: Path, name: str = "encodec_24khz-test.th") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     torch.save(model.state_dict(), folder / name)

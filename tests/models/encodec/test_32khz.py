@@ -12,12 +12,10 @@ from hypothesis import HealthCheck, example, given, settings
 
 import audiotok
 from audiotok.errors import AudiotokError
-from audiotok.models.encodec.codec import EncodecCodec
 from audiotok.models.encodec.config import ENCODEC_32KHZ, EncodecConfig
-from audiotok.models.encodec.model import EncodecModel
 from audiotok.server import Engine, EngineSettings
 from tests.models.encodec import reference
-from tests.models.encodec.test_streaming import streamed
+from tests.models.encodec.test_streaming import check_streams
 from tests.server.schedules import run_decode_schedule
 from tests.server.test_engine import CORNERS, schedules
 
@@ -84,15 +82,9 @@ def test_stream_decoder_equals_offline(enc32_ref):
     """Every layer reflects at both ends, so the audio lags the codes (2402 samples, 75 ms)
     and the stream's end supplies the rest; the stream equals the offline decode."""
     codec = audiotok.load(enc32_ref.hf_dir)
-    g = torch.Generator().manual_seed(3)
-    for frames, plans in ((1, [[1]]), (3, [[1, 1, 1]]), (5, [[1] * 5, [5]]),
-                          (30, [[1] * 30, [3, 9, 1, 17]])):
-        tokens = torch.randint(0, 2048, (2, 4, frames), generator=g)
-        whole = codec.decode(tokens)
-        for sizes in plans:
-            got, first = streamed(codec, tokens, sizes)
-            assert got.shape == whole.shape, (frames, sizes)
-            assert (got - whole).abs().max() <= 1e-5, (frames, sizes)
+    check_streams(codec, ((1, [[1]]), (3, [[1, 1, 1]]), (5, [[1] * 5, [5]]),
+                          (30, [[1] * 30, [3, 9, 1, 17]])), seed=3)
+    tokens = torch.randint(0, 2048, (1, 4, 8), generator=torch.Generator().manual_seed(4))
     with codec.stream_decoder() as dec:
         out = [dec.push(tokens[:1, :, t : t + 1]).shape[-1] for t in range(8)]
     assert out == [0, 0, 0, 158, 640, 640, 640, 640]  # 4 x 640 - 158 = 2402 samples behind
@@ -124,14 +116,7 @@ SMALL = EncodecConfig(sample_rate=32000, n_filters=4, dimension=16, bins=64, lst
 
 @pytest.fixture(scope="module")
 def small_codec():
-    torch.manual_seed(0)
-    model = EncodecModel(SMALL)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("bias"):
-                p.copy_(0.05 * torch.randn(p.shape))
-        model.quantizer.embed.copy_(torch.randn(model.quantizer.embed.shape))
-    return EncodecCodec(model.eval())
+    return reference.small_codec(SMALL)
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[

@@ -10,11 +10,8 @@ import pytest
 import torch
 
 pytest.importorskip("fastapi")
-from fastapi.testclient import TestClient  # noqa: E402
-
-from audiotok.server import Engine, EngineSettings  # noqa: E402
-from audiotok.server.app import ServerSettings, create_app  # noqa: E402
-from audiotok.server.protocol import tokens_from_binary, tokens_to_binary  # noqa: E402
+from audiotok.server.protocol import tokens_from_binary  # noqa: E402
+from tests.helpers import served_client, ws_stream_decode  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -23,10 +20,8 @@ def served(enc_ref, enc32_ref):
 
     codecs = {"encodec": audiotok.load(enc_ref.th, bandwidth="6"),
               "musicgen": audiotok.load(enc32_ref.hf_dir)}
-    engine = Engine(codecs, EngineSettings(max_streams=4))
-    with TestClient(create_app(engine, ServerSettings(idle_timeout=5.0))) as client:
+    with served_client(codecs) as client:
         yield client, codecs
-    engine.close(timeout=10)
 
 
 def test_websocket_encode_stream_equals_the_offline_encode(served):
@@ -55,18 +50,8 @@ def test_websocket_decode_stream_equals_the_offline_decode(served):
     client, codecs = served
     tokens = np.random.default_rng(6).integers(0, 1024, (8, 19))
     want = codecs["encodec"].decode(torch.from_numpy(tokens))[0, 0].numpy()
-    with client.websocket_connect("/v1/stream/decode") as ws:
-        ws.send_json({"type": "start", "model": "encodec", "sample_format": "f32le"})
-        assert ws.receive_json()["decode"] == "stateful"
-        sent = 0
-        for n in (3, 1, 8, 7):
-            ws.send_bytes(tokens_to_binary(tokens[:, sent : sent + n]))
-            sent += n
-        ws.send_json({"type": "end"})
-        pcm = []
-        while (msg := ws.receive()).get("bytes") is not None:
-            pcm.append(np.frombuffer(msg["bytes"], "<f4"))
-    got = np.concatenate(pcm)
+    ready, got, done = ws_stream_decode(client, "encodec", tokens, (3, 1, 8, 7))
+    assert ready["decode"] == "stateful" and done["samples"] == want.size
     assert got.shape == want.shape and np.abs(got - want).max() <= 1e-5
 
 

@@ -11,9 +11,7 @@ import torch
 from hypothesis import HealthCheck, example, given, settings
 
 import audiotok
-from audiotok.models.encodec.codec import EncodecCodec
 from audiotok.models.encodec.config import EncodecConfig
-from audiotok.models.encodec.model import EncodecModel
 from audiotok.server import Engine, EngineSettings
 from tests.models.encodec import reference
 from tests.server.schedules import run_decode_schedule, run_encode_streams
@@ -25,14 +23,7 @@ SMALL = EncodecConfig(n_filters=4, dimension=16, bins=64, lstm=1,
 
 @pytest.fixture(scope="module")
 def small_codec():
-    torch.manual_seed(0)
-    model = EncodecModel(SMALL)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("bias"):
-                p.copy_(0.05 * torch.randn(p.shape))
-        model.quantizer.embed.copy_(torch.randn(model.quantizer.embed.shape))
-    codec = EncodecCodec(model.eval())
+    codec = reference.small_codec(SMALL)
     assert codec.codebook_sizes == (64, 64)
     return codec
 
@@ -50,19 +41,29 @@ def streamed(codec, tokens, sizes):
     return torch.cat(pieces, -1), first
 
 
-def test_stream_decoder_equals_offline(enc_ref):
-    codec = audiotok.load(enc_ref.th, bandwidth="6")
-    g = torch.Generator().manual_seed(1)
-    for frames, plans in ((1, [[1]]), (6, [[1] * 6, [4, 2]]), (7, [[1] * 7, [7]]),
-                          (40, [[1] * 40, [2, 5, 1, 32], [40]])):
-        tokens = torch.randint(0, 1024, (2, 8, frames), generator=g)
+def check_streams(codec, cases, seed: int) -> dict:
+    """Random tokens of each case's frames streamed in each of its push plans (2 rows) equal
+    the offline decode; the frames in when each plan's first audio came."""
+    g = torch.Generator().manual_seed(seed)
+    firsts = {}
+    for frames, plans in cases:
+        tokens = torch.randint(0, codec.codebook_sizes[0], (2, codec.num_codebooks, frames),
+                               generator=g)
         whole = codec.decode(tokens)
         for sizes in plans:
-            got, first = streamed(codec, tokens, sizes)
+            got, firsts[frames, tuple(sizes)] = streamed(codec, tokens, sizes)
             assert got.shape == whole.shape, (frames, sizes)
             assert (got - whole).abs().max() <= 1e-5, (frames, sizes)
-            if frames >= 7 and sizes[0] == 1:
-                assert first == 7  # the first convolution's reflection needs 7 frames
+    return firsts
+
+
+def test_stream_decoder_equals_offline(enc_ref):
+    codec = audiotok.load(enc_ref.th, bandwidth="6")
+    firsts = check_streams(codec, ((1, [[1]]), (6, [[1] * 6, [4, 2]]), (7, [[1] * 7, [7]]),
+                                   (40, [[1] * 40, [2, 5, 1, 32], [40]])), seed=1)
+    # the first convolution's reflection needs 7 frames
+    assert [f for (frames, sizes), f in firsts.items() if frames >= 7 and sizes[0] == 1] == \
+        [7, 7]
 
 
 @settings(max_examples=5, deadline=None, suppress_health_check=[

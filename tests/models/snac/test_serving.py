@@ -10,11 +10,8 @@ import pytest
 import torch
 
 pytest.importorskip("fastapi")
-from fastapi.testclient import TestClient  # noqa: E402
-
 from audiotok.export.llm import scheme_for  # noqa: E402
-from audiotok.server import Engine, EngineSettings  # noqa: E402
-from audiotok.server.app import ServerSettings, create_app  # noqa: E402
+from tests.helpers import served_client  # noqa: E402
 from tests.models.snac import reference  # noqa: E402
 
 TOL = 1e-5
@@ -32,10 +29,8 @@ def codecs(snac_pair, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(codecs):
-    engine = Engine(codecs, EngineSettings(max_streams=4))
-    with TestClient(create_app(engine, ServerSettings(idle_timeout=5.0))) as c:
+    with served_client(codecs) as c:
         yield c
-    engine.close(timeout=10)
 
 
 def tokens_with_zeros(frames, seed):
