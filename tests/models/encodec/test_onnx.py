@@ -1,7 +1,9 @@
-"""EnCodec's ONNX export, full size (24 kHz at 6 kbit/s, Bark's and VALL-E's; MusicGen's 32 kHz):
-the manifest and graphs (the LSTMs as ONNX LSTM nodes, the reflection at the end inside the
-encoder graph, so the runtime feeds each length as it is), and the runtime against the torch
-codec without torch: codes equal, audio within 1e-4, items of different lengths in one call."""
+"""EnCodec's ONNX export, full size (24 kHz at 6 kbit/s, Bark's and VALL-E's): the manifest and
+graphs (the LSTMs as ONNX LSTM nodes, the reflection at the end inside the encoder graph, so the
+runtime feeds each length as it is), and the runtime against the torch codec without torch:
+codes equal, audio within 1e-4, items of different lengths in one call. (The 32 kHz model's
+graphs are the same code with the other padding split; benchmarks/onnx_speed.py --codec
+encodec-32khz checks their parity: an export takes 13-18 s, one is tested here.)"""
 
 import json
 
@@ -23,18 +25,15 @@ TORCH_FREE = torch_free_script("""
     r["batch_audio"] = codec.decode(batch)
 """)
 
-VARIANTS = {"24khz": (("--bandwidth", "6"), 320, (1, 2, 319, 320, 321, 967, 3201, 24000)),
-            "32khz": ((), 640, (1, 639, 640, 641, 1927, 32000))}
+LENGTHS = (1, 2, 319, 320, 321, 967, 3201, 24000)
 
 
-@pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_torch_free_runtime_equals_the_torch_codec(variant, enc_ref, enc32_ref, tmp_path):
+def test_torch_free_runtime_equals_the_torch_codec(enc_ref, tmp_path):
     import audiotok
 
-    refs = enc_ref if variant == "24khz" else enc32_ref
-    options, hop, lengths = VARIANTS[variant]
+    options, hop, lengths = ("--bandwidth", "6"), 320, LENGTHS
     out = tmp_path / "onnx"
-    export_onnx_cli(refs.th, out, *options)
+    export_onnx_cli(enc_ref.th, out, *options)
     manifest = json.loads((out / "audiotok_onnx.json").read_text())
     assert set(manifest["graphs"]) == {"encoder", "decoder"}
     assert (manifest["codec"], manifest["causal"], manifest["encode_input"]) == \
@@ -42,7 +41,8 @@ def test_torch_free_runtime_equals_the_torch_codec(variant, enc_ref, enc32_ref, 
     meta, dims = onnx_graph_facts(out / "encoder.onnx")
     assert meta["codec"] == "encodec" and "not stated" in meta["licence"]
     assert dims == [["batch", 1, "samples"]]
-    codec = audiotok.load(refs.th, **({"bandwidth": "6"} if options else {}))
+    codec = audiotok.load(enc_ref.th, bandwidth="6")
+    assert manifest["num_codebooks"] == 8
     rate = codec.sample_rate
     g = torch.Generator().manual_seed(7)
     audio = {n: 0.2 * torch.randn(n, generator=g) for n in lengths}
