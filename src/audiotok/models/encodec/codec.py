@@ -1,4 +1,4 @@
-"""EncodecCodec: EnCodec behind the common Codec API (the 24 kHz mono model)."""
+"""EncodecCodec: EnCodec behind the common Codec API (24 and 32 kHz mono, 48 kHz stereo)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from .weights import checkpoint_file, load_checkpoint
 
 
 class EncodecCodec(Codec):
-    """EnCodec, mono: 24 kHz (up to 32 codebooks of 1024 at 75 frames/s; causal) and MusicGen's
-    32 kHz (4 codebooks of 2048 at 50 frames/s; not causal).
+    """EnCodec: 24 kHz mono (up to 32 codebooks of 1024 at 75 frames/s; causal), MusicGen's
+    32 kHz mono (4 codebooks of 2048 at 50 frames/s; not causal) and 48 kHz stereo (up to 16
+    codebooks of 1024 at 150 frames/s, in 1 s segments each with a scale: segments.py).
 
     codebooks: how many codebooks encode() gives (default all, as the encodec package;
     transformers' default bandwidth gives 2 at 24 kHz); bandwidth: a target bandwidth in kbit/s
@@ -26,8 +27,8 @@ class EncodecCodec(Codec):
     decode() takes any leading 1..n codebooks. The convolutions reflect-pad both ends of the
     input (at 24 kHz the first frames read up to 6 frames ahead, and the last frame is
     completed by reflection), so items of different lengths are encoded apart (a padded batch
-    would change the shorter items' last frame) and decoded apart. Both decode as stateful
-    streams; the causal 24 kHz model also encodes as one."""
+    would change the shorter items' last frame) and decoded apart. The mono models decode as
+    stateful streams; the causal 24 kHz model also encodes as one."""
 
     family = FAMILY
     stream_stateful = True  # decoder_stream(): the default of stream_decoder and the engine
