@@ -24,6 +24,7 @@ from common import ROOT, encode_decode_rounds, parser, report_rounds, speech
 
 sys.path.insert(0, str(ROOT))
 import audiotok  # noqa: E402
+from audiotok.models.encodec import segments  # noqa: E402
 from tests.models.encodec import reference  # noqa: E402
 
 
@@ -58,12 +59,13 @@ def main() -> None:
             }
         else:  # stereo in segments: the codes compared are (tokens, scales) as one tensor
             x = torch.cat([torch.roll(x, 336, -1), x], 1)
+            layout = segments.frames_of(ours.config, n)
             impls = {"audiotok": (lambda x=x: _ours_48(ours, x[0], rate),
-                                  lambda c: ours.decode(_codes_48(ours, c))),
+                                  lambda c, s=layout: ours.decode(_codes_48(c, s))),
                      "encodec 0.1.1": (lambda x=x: _package_48(ref.encode(x)),
-                                       lambda c: ref.decode(_frames_48(ours, c))),
+                                       lambda c, s=layout: ref.decode(_frames_48(c, s))),
                      "transformers": (lambda x=x: _hf_48(hf.encode(x, bandwidth=args.bandwidth)),
-                                      lambda c: _hf_decode_48(hf, ours, c))}
+                                      lambda c, s=layout: _hf_decode_48(hf, c, s))}
         with torch.inference_mode():
             times, memory, codes = encode_decode_rounds(impls, args.repeats)
         same = all(torch.equal(codes["audiotok"], c) for c in codes.values())
@@ -93,35 +95,30 @@ def _hf_48(out):
     return _joined(codes, torch.cat(list(out.audio_scales), 1))
 
 
-def _split_48(codec, c):
-    """(tokens [1, K, T], scales [1, S], segment frames) of a compared tensor."""
-    from audiotok.models.encodec import segments
-
-    frames = c.shape[-1]
-    for s in range(1, frames):
-        layout = segments.segment_frames(codec.config, frames - s)
-        if len(layout) == s:
-            return c[:, :, : frames - s].long(), c[:, 0, frames - s :], layout
-    raise ValueError("not a 48 kHz code tensor")
+def _split_48(c, layout):
+    """(tokens [1, K, T], scales [1, S]) of a joined tensor of segments of `layout` frames."""
+    frames = sum(layout)
+    return c[:, :, :frames].long(), c[:, 0, frames:]
 
 
-def _codes_48(codec, c):
-    tokens, scales, _ = _split_48(codec, c)
+def _codes_48(c, layout):
+    tokens, scales = _split_48(c, layout)
     return audiotok.Codes(tokens, torch.tensor([tokens.shape[-1]]), scales=scales)
 
 
-def _frames_48(codec, c):
-    tokens, scales, layout = _split_48(codec, c)
+def _frames_48(c, layout):
+    """The package's encoded frames: (codes [1, K, T_s], scale [1, 1]) per segment."""
+    tokens, scales = _split_48(c, layout)
     starts = [sum(layout[:i]) for i in range(len(layout))]
-    return [(tokens[..., a : a + n], scales[:, i : i + 1]) for i, (a, n) in
-            enumerate(zip(starts, layout, strict=True))]
+    return [(tokens[..., a : a + n], scales[:, i : i + 1])
+            for i, (a, n) in enumerate(zip(starts, layout, strict=True))]
 
 
-def _hf_decode_48(hf, codec, c):
-    frames = _frames_48(codec, c)
-    pad = 150 - frames[-1][0].shape[-1]
+def _hf_decode_48(hf, c, layout):
+    frames = _frames_48(c, layout)
     codes = torch.stack([torch.nn.functional.pad(t, (0, 150 - t.shape[-1])) for t, _ in frames])
-    return hf.decode(codes, [s for _, s in frames], last_frame_pad_length=pad).audio_values
+    return hf.decode(codes, [s for _, s in frames],
+                     last_frame_pad_length=150 - layout[-1]).audio_values
 
 
 if __name__ == "__main__":

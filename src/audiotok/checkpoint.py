@@ -63,6 +63,11 @@ def read_safetensors(path: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(f"{path}: cannot read safetensors file ({_first_line(e)})") from None
 
 
+def read_weights(path: Path) -> dict[str, torch.Tensor]:
+    """The tensors of a `.safetensors` file, or of a torch-saved state dict (any other)."""
+    return read_safetensors(path) if path.suffix == ".safetensors" else read_torch(path)
+
+
 def fold_weight_norm(sd: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """Replace every weight-norm pair (g, v), in either spelling, by `weight` = g * v / ||v||,
     the norm taken over all axes but 0 (as torch computes it, no epsilon). A stale plain

@@ -236,9 +236,8 @@ class Codec(FrameMath):
         scales = getattr(codes, "scales", None)
         with torch.inference_mode():
             if scales is not None:
-                scales = torch.as_tensor(np.asarray(scales) if not isinstance(
-                    scales, torch.Tensor) else scales, dtype=torch.float32)
-                audio = self._decode_scaled(tokens.to(self.device), lengths, scales)
+                audio = self._decode_scaled(tokens.to(self.device), lengths,
+                                            torch.as_tensor(scales, dtype=torch.float32))
             elif frame_offsets is None:
                 audio = self._decode_batch(tokens.to(self.device), lengths)
             else:

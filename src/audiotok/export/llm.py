@@ -140,6 +140,19 @@ def parse_text(text: str, pattern: re.Pattern, what: str, token: re.Pattern = _T
     return out
 
 
+def text_numbers(text: str, pattern: re.Pattern, what: str) -> np.ndarray:
+    """The numbers (`pattern`'s group 1) of `text`'s tokens in order (parse_text's errors)."""
+    return np.asarray([int(pattern.fullmatch(t).group(1))
+                       for t in parse_text(text, pattern, what)], dtype=np.int64)
+
+
+def step_columns(ids: np.ndarray, k: int) -> np.ndarray:
+    """[k, steps] of ids written step after step (k ids a step)."""
+    if ids.size % k:
+        raise TokenIdError(f"{ids.size} ids are not whole steps of {k} codebooks")
+    return ids.reshape(-1, k).T
+
+
 def delayed(tokens: np.ndarray, delays: Sequence[int], steps: int, before: int,
              after: np.ndarray) -> np.ndarray:
     """[K, steps]: row k holds `before` until delays[k], its codes from there, then `after[k]`
@@ -239,9 +252,7 @@ class GenericIds:
 
     def text_ids(self, text: str) -> np.ndarray:
         """The ids of a text form, not yet framed."""
-        return np.asarray([int(self.PATTERN.fullmatch(t).group(1)) + self.offset
-                           for t in parse_text(text, self.PATTERN, "an <|a_i|> token")],
-                          dtype=np.int64)
+        return text_numbers(text, self.PATTERN, "an <|a_i|> token") + self.offset
 
     def from_text(self, text: str) -> np.ndarray:
         return self.from_ids(self.text_ids(text))

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...export.llm import TokenIdError, check_tokens, delayed, ints, parse_text
+from ...export.llm import TokenIdError, check_tokens, delayed, ints, step_columns, text_numbers
 
 CODES = 1024
 
@@ -60,13 +60,8 @@ class _DacIds:
         return "".join(f"<|{self.name}_{int(i)}|>" for i in self.sequence(tokens))
 
     def from_text(self, text: str) -> np.ndarray:
-        ids = [int(self.PATTERN.fullmatch(t).group(1))
-               for t in parse_text(text, self.PATTERN, f"a <|{self.name}_i|> token")]
-        k = len(self.sizes)
-        a = np.asarray(ids, dtype=np.int64)
-        if a.size % k:
-            raise TokenIdError(f"{a.size} ids are not whole steps of {k} codebooks")
-        return self.from_ids(a.reshape(-1, k).T)
+        ids = text_numbers(text, self.PATTERN, f"a <|{self.name}_i|> token")
+        return self.from_ids(step_columns(ids, len(self.sizes)))
 
 
 class DiaIds(_DacIds):

@@ -22,7 +22,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...export.llm import TokenIdError, check_tokens, delayed, ints, outside, parse_text
+from ...export.llm import (
+    TokenIdError,
+    check_tokens,
+    delayed,
+    ints,
+    outside,
+    step_columns,
+    text_numbers,
+)
 
 
 class BarkIds:
@@ -77,9 +85,7 @@ class BarkIds:
         return "".join(f"<|bark_{int(i)}|>" for i in self.to_ids(tokens))
 
     def text_ids(self, text: str) -> np.ndarray:
-        return np.asarray([int(self.PATTERN.fullmatch(t).group(1))
-                           for t in parse_text(text, self.PATTERN, "a <|bark_i|> token")],
-                          dtype=np.int64)
+        return text_numbers(text, self.PATTERN, "a <|bark_i|> token")
 
     def from_text(self, text: str) -> np.ndarray:
         return self.from_ids(self.text_ids(text))
@@ -131,8 +137,7 @@ class ValleIds:
         return "".join(f"<|valle_{int(i)}|>" for i in self.to_ids(tokens))
 
     def from_text(self, text: str) -> np.ndarray:
-        return self.from_ids([int(self.PATTERN.fullmatch(t).group(1))
-                              for t in parse_text(text, self.PATTERN, "a <|valle_i|> token")])
+        return self.from_ids(text_numbers(text, self.PATTERN, "a <|valle_i|> token"))
 
 
 class MusicgenIds:
@@ -207,14 +212,8 @@ class MusicgenIds:
         return "".join(f"<|{self.name}_{int(i)}|>" for i in self.sequence(tokens))
 
     def from_text(self, text: str) -> np.ndarray:
-        pattern = re.compile(rf"<\|{re.escape(self.name)}_(\d+)\|>")
-        ids = [int(pattern.fullmatch(t).group(1))
-               for t in parse_text(text, pattern, f"a <|{self.name}_i|> token")]
-        a = np.asarray(ids, dtype=np.int64)
-        k = len(self.sizes)
-        if a.size % k:
-            raise TokenIdError(f"{a.size} ids are not whole steps of {k} codebooks")
-        return self.from_ids(a.reshape(-1, k).T)
+        ids = text_numbers(text, self.PATTERN, f"a <|{self.name}_i|> token")
+        return self.from_ids(step_columns(ids, len(self.sizes)))
 
 
 class MusicgenStereoIds(MusicgenIds):
@@ -223,3 +222,4 @@ class MusicgenStereoIds(MusicgenIds):
     name = "musicgen-stereo"
     summary = "MusicGen stereo: left/right codebook pairs, pair k delayed k, pad/start 2048"
     stereo = True
+    PATTERN = re.compile(r"<\|musicgen-stereo_(\d+)\|>")

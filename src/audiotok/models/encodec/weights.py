@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch, weights_file
+from ...checkpoint import fold_weight_norm, read_json, read_weights, weights_file
 from ...errors import CheckpointError
 from . import layout_of
 from .config import ENCODEC_24KHZ, ENCODEC_32KHZ, ENCODEC_48KHZ, EncodecConfig
@@ -36,7 +36,7 @@ def checkpoint_file(path: Path) -> Path:
 
 def load_checkpoint(path: Path, config: EncodecConfig | None = None
                     ) -> tuple[dict[str, torch.Tensor], EncodecConfig]:
-    sd = read_safetensors(path) if path.suffix == ".safetensors" else read_torch(path)
+    sd = read_weights(path)
     layout = layout_of(sd)
     if layout is None:
         raise CheckpointError(f"{path}: not an EnCodec checkpoint (neither the encodec "

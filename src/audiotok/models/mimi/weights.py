@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from ...checkpoint import read_json, read_safetensors, read_torch, weights_file
+from ...checkpoint import read_json, read_weights, weights_file
 from ...errors import CheckpointError
 from . import layout_of
 from .config import MIMI, MimiConfig
@@ -82,7 +82,7 @@ def checkpoint_file(path: Path) -> Path:
 def load_checkpoint(path: Path, config: MimiConfig | None = None
                     ) -> tuple[dict[str, torch.Tensor], MimiConfig]:
     """(canonical state dict, config) of a Mimi weights file; `config` overrides the file's."""
-    sd = read_safetensors(path) if path.suffix == ".safetensors" else read_torch(path)
+    sd = read_weights(path)
     layout = layout_of(sd)
     if layout is None:
         raise CheckpointError(f"{path}: not a Mimi checkpoint (none of the tensor names of the "

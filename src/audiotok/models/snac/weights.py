@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch, weights_file
+from ...checkpoint import fold_weight_norm, read_json, read_weights, weights_file
 from ...errors import CheckpointError
 from .config import SnacConfig
 
@@ -32,7 +32,7 @@ def load_checkpoint(path: Path, config: SnacConfig | None = None
                     ) -> tuple[dict[str, torch.Tensor], SnacConfig]:
     """(canonical state dict, config) of a SNAC weights file; `config` overrides the
     config.json beside it, which is needed otherwise (rates cannot be read from tensors)."""
-    sd = read_safetensors(path) if path.suffix == ".safetensors" else read_torch(path)
+    sd = read_weights(path)
     if not any(k.startswith("quantizer.quantizers.") for k in sd):
         raise CheckpointError(f"{path}: not a SNAC checkpoint (no quantizer.quantizers.* "
                               "tensors)")
