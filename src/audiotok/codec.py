@@ -358,7 +358,8 @@ class Codec(FrameMath):
         stateful stream (`stream_stateful`: samples out as they become final) and for those
         with exact windows (`stream_exact`); see audiotok.stream. `window`: (left, lookahead)
         frames of context of a windowed stream instead (default: stream_window's, the exact
-        ones); fewer lookahead frames give audio sooner, no longer exactly the offline decode."""
+        ones); fewer lookahead frames give audio sooner, no longer exactly the offline decode.
+        For codes that carry segment scales, `dec.push(tokens, scales)` takes them too."""
         from .stream import StepStreamDecoder, StreamDecoder, WindowedStreamDecoder
 
         if self.stream_stateful and window is None:
@@ -379,8 +380,9 @@ class Codec(FrameMath):
 
     def stream_encoder(self, batch_size: int = 1):
         """Incremental encoder: `with codec.stream_encoder(B) as enc: tokens = enc.push(audio)`;
-        audio [B, n] at the codec's rate; `enc.flush()` encodes the last partial frame (as
-        the offline encode pads it)."""
+        audio [B, n] (or [B, C, n] for a codec of C channels) at the codec's rate;
+        `enc.flush()` encodes the last partial frame (as the offline encode pads it);
+        `enc.scales`: the segments' scales, for codes that carry them."""
         from .stream import StepStreamEncoder, StreamEncoder
 
         if self.encode_stateful:

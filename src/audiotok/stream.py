@@ -99,9 +99,11 @@ class _TokenStream:
             raise RuntimeError("use the stream inside a `with` block")
 
     def _tokens(self, tokens) -> torch.Tensor:
-        """Pushed tokens [B, K, t], checked (or clamped), counted."""
+        """Pushed tokens [B, K, t], checked (or clamped), counted; t may be 0."""
         self._check_open()
         tokens = _token_chunk(tokens, self.batch_size, self.codec)
+        if tokens.shape[-1] == 0:
+            return tokens.long()
         tokens, _, _ = self.codec._check_codes(tokens, self.clamp)
         self.frames += tokens.shape[-1]
         return tokens
@@ -160,9 +162,11 @@ class WindowedStreamDecoder(_TokenStream):
 
 class StepStreamDecoder(_TokenStream):
     """Tokens in, audio out through a codec's own stateful decoder stream (`make()` returns an
-    object with push(tokens [B, K, t]) -> audio [B, 1, n] and finish() -> the rest): each frame
+    object with push(tokens [B, K, t]) -> audio [B, C, n] and finish() -> the rest): each frame
     decoded once, the audio out as soon as it is final (any number of samples a push), the
-    whole equal to the offline decode."""
+    whole equal to the offline decode. For a codec whose codes carry segment scales
+    (Codes.scales), push(tokens, scales) also takes the scales [B, j] of the next j segments
+    (a stream encoder's `scales`); a segment's audio waits for its scale."""
 
     def __init__(self, codec, make, batch_size: int = 1, clamp: bool = False):
         super().__init__(codec, batch_size, clamp)
@@ -173,18 +177,29 @@ class StepStreamDecoder(_TokenStream):
         self.inner = self.make()
         return super().__enter__()
 
-    def push(self, tokens) -> torch.Tensor:
-        """Audio float32 [B, 1, n] for tokens [B, K, t]: the samples these frames make final."""
+    def push(self, tokens, scales=None) -> torch.Tensor:
+        """Audio float32 [B, C, n] for tokens [B, K, t] (and the scales [B, j] of the next j
+        segments, for codes that carry them): the samples these frames make final."""
         tokens = self._tokens(tokens)
+        if tokens.shape[-1] == 0 and scales is None:
+            return torch.zeros(self.batch_size, self.codec.channels, 0)
         with torch.inference_mode():
-            return self.inner.push(tokens.to(self.codec.device)).float().cpu()
+            if self.codec.codes_carry_scales:
+                out = self.inner.push(tokens.to(self.codec.device),
+                                      _scale_chunk(scales, self.batch_size))
+            elif scales is not None:
+                raise CodesError(f"{self.codec.title} codes carry no segment scales")
+            else:
+                out = self.inner.push(tokens.to(self.codec.device))
+            return out.float().cpu()
 
     def flush(self) -> torch.Tensor:
         """The rest of the audio (the stream's end); the stream is done after it."""
         self._check_open()
         with torch.inference_mode():
             out = self.inner.finish().float().cpu()
-        return out if out.shape[0] == self.batch_size else out.expand(self.batch_size, 1, -1)
+        return out if out.shape[0] == self.batch_size else \
+            out.expand(self.batch_size, self.codec.channels, -1)
 
 
 class StreamEncoder(_Stream):
@@ -228,7 +243,9 @@ class StreamEncoder(_Stream):
 class StepStreamEncoder:
     """Audio in, tokens out through a codec's own stateful encoder stream (`make()`; see
     Codec.encoder_stream): each frame's tokens as soon as its samples are in, the last partial
-    frame's at flush, the whole equal to the offline encode."""
+    frame's at flush, the whole equal to the offline encode. Audio [B, n], or [B, C, n] for a
+    codec of C channels (mono [B, n] goes on every channel); for codes that carry segment
+    scales, `scales` is every segment's so far ([B, S])."""
 
     def __init__(self, codec, make, batch_size: int = 1):
         _check_batch_size(batch_size)
@@ -248,12 +265,22 @@ class StepStreamEncoder:
             raise RuntimeError("use the stream inside a `with` block")
 
     def push(self, audio) -> torch.Tensor:
-        """Tokens [B, K, t] (t >= 0) for audio [B, n] at the codec's sample rate."""
+        """Tokens [B, K, t] (t >= 0) for audio [B, n] (or [B, C, n]) at the codec's rate."""
         self._check_open()
-        chunk = _audio_chunk(audio, self.batch_size)
+        chunk = _audio_chunk(audio, self.batch_size, self.codec.channels)
         self.samples += chunk.shape[-1]
         with torch.inference_mode():
-            return self.inner.push(chunk[:, None].to(self.codec.device, self.codec.dtype)).cpu()
+            return self.inner.push(chunk.to(self.codec.device, self.codec.dtype)).cpu()
+
+    @property
+    def scales(self) -> torch.Tensor:
+        """The scales [B, S] of the segments encoded so far (codes that carry them)."""
+        if not self.codec.codes_carry_scales:
+            raise AttributeError(f"{self.codec.title} codes carry no segment scales")
+        self._check_open()
+        got = self.inner.scales
+        return torch.zeros(self.batch_size, 0) if got is None else \
+            got.float().cpu().expand(self.batch_size, -1)
 
     def flush(self) -> torch.Tensor:
         """The tokens of the rest (the stream's end); the stream is done after it."""
@@ -273,16 +300,36 @@ def _token_chunk(tokens, batch_size: int, codec) -> torch.Tensor:
     return t
 
 
-def _audio_chunk(audio, batch_size: int) -> torch.Tensor:
+def _audio_chunk(audio, batch_size: int, channels: int | None = None) -> torch.Tensor:
+    """Pushed audio checked: [B, n] (channels None), else [B, channels, n] (mono [B, n] on
+    every channel)."""
     x = audio if isinstance(audio, torch.Tensor) else torch.from_numpy(np.asarray(audio))
-    if x.ndim != 2 or x.shape[0] != batch_size:
-        raise AudioError(f"pushed audio must be [{batch_size}, n], got shape {tuple(x.shape)}")
+    if channels is not None and x.ndim == 2:
+        x = x[:, None].expand(-1, channels, -1)
+    want = f"[{batch_size}, n]" if channels is None else \
+        f"[{batch_size}, n] or [{batch_size}, {channels}, n]"
+    if x.ndim != (2 if channels is None else 3) or x.shape[0] != batch_size or \
+            (channels is not None and x.shape[1] != channels):
+        raise AudioError(f"pushed audio must be {want}, got shape {tuple(x.shape)}")
     if not x.is_floating_point():
         raise AudioError(f"pushed audio must be float, got dtype {x.dtype}")
     x = x.detach().float().cpu()
     if not torch.isfinite(x).all():
         raise AudioError("pushed audio contains NaN or Inf")
     return x
+
+
+def _scale_chunk(scales, batch_size: int) -> torch.Tensor | None:
+    """Pushed segment scales checked: None, or finite floats [B, j]."""
+    if scales is None:
+        return None
+    x = scales if isinstance(scales, torch.Tensor) else torch.from_numpy(np.asarray(scales))
+    if x.ndim != 2 or x.shape[0] != batch_size or not x.is_floating_point():
+        raise CodesError(f"pushed scales must be floats [{batch_size}, segments], got "
+                         f"{x.dtype} {tuple(x.shape)}")
+    if not torch.isfinite(x).all():
+        raise CodesError("pushed scales contain NaN or Inf")
+    return x.float()
 
 
 def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:

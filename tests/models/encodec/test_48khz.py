@@ -3,7 +3,8 @@ encoded alone; decoding scales each segment back and overlap-adds them): codes a
 identical to the `encodec` package and, segment by segment, to transformers' EncodecModel, audio
 within 1e-5 of the package's, for short inputs, a short last segment (96500 samples: 150, 150
 and 5 frames), every segment layout; mono input on both channels; a batch equal to its items
-alone; the scales through a .codes file; codes without scales; clear refusals."""
+alone; the scales through a .codes file; codes without scales; streams segment by segment
+equal to offline; clear refusals."""
 
 import numpy as np
 import pytest
@@ -133,10 +134,6 @@ def test_codes_without_scales_and_refusals(enc48_ref, codec):
         codec.decode(short)
     with pytest.raises(AudiotokError, match="3 channels; this codec takes mono or 2"):
         codec.encode(noise(100, 1, channels=3), 48000)
-    with pytest.raises(AudiotokError, match="no exact stream decoder"):
-        codec.stream_decoder()
-    with pytest.raises(AudiotokError, match="no exact stream encoder"):
-        codec.stream_encoder()
     from audiotok.export import export_onnx
     from audiotok.server import Engine
     from audiotok.server.errors import EngineError
@@ -189,3 +186,64 @@ def test_the_command_line_writes_stereo(enc48_ref, codec, tmp_path):
                    str(enc48_ref.th)])
     assert r.exit_code != 0 and "carry segment scales; save as .codes" in r.output
     assert not (tmp_path / "in.npy").exists()
+
+
+def test_streams_equal_offline_segment_by_segment(codec):
+    """Lengths around the segment layouts (47600: 149 + 1 frames; 47700: 150 + 1; 96500: 150 +
+    150 + 5), mono and stereo pushes of several sizes: tokens and scales identical to encode();
+    decoded with 1-frame and ragged pushes, the audio identical to decode(). The first tokens
+    come with a whole segment, the first audio once the frame after a whole segment is in."""
+    for i, n in enumerate((321, 47600, 47700, 96500)):
+        x = noise(n, 90 + i)
+        offline = codec.encode(x, 48000)
+        for push in (3000, 48000 + 17):
+            with codec.stream_encoder() as enc:
+                got = [enc.push(x[None, :, at : at + push]) for at in range(0, n, push)]
+                assert enc.scales.shape[1] == (n >= 48000 + 17) * (1 + (n >= 48000 + 47520))
+                got.append(enc.flush())
+                assert torch.equal(enc.scales, offline.scales), (n, push)
+            assert torch.equal(torch.cat(got, -1), offline.tokens), (n, push)
+        want = codec.decode(audiotok.Codes(offline.tokens, offline.lengths,
+                                           scales=offline.scales))
+        frames = offline.tokens.shape[-1]
+        for push in (1, 151 - 7):
+            with codec.stream_decoder() as dec:
+                out, first = [], None
+                for at in range(0, frames, push):
+                    out.append(dec.push(offline.tokens[..., at : at + push],
+                                        offline.scales[:, :1] if at == 0 else
+                                        offline.scales[:, 1:] if at == push else None))
+                    if first is None and out[-1].shape[-1]:
+                        first = at + push
+                out.append(dec.flush())
+            assert torch.equal(torch.cat(out, -1), want), (n, push)
+            if push == 1 and frames > 151:
+                assert first == 151 and out[150].shape == (1, 2, 47520)
+    with codec.stream_encoder() as enc, codec.stream_decoder() as dec:  # chained (x: 96500)
+        out, sent = [], 0
+        for at in range(0, x.shape[-1] + 3000, 3000):  # (empty pushes too)
+            tokens = enc.push(x[None, :, at : at + 3000]) if at < x.shape[-1] else enc.flush()
+            out.append(dec.push(tokens, enc.scales[:, sent:]))
+            sent = enc.scales.shape[1]
+        out.append(dec.flush())
+        assert torch.equal(torch.cat(out, -1), want)
+    with codec.stream_encoder() as enc:  # mono on both channels, as encode() puts it
+        mono = noise(1000, 99, channels=1)
+        assert torch.equal(torch.cat([enc.push(mono), enc.flush()], -1),
+                           codec.encode(mono[0], 48000).tokens)
+
+
+def test_stream_refusals(codec):
+    codes = codec.encode(noise(48500, 3), 48000)
+    with codec.stream_decoder() as dec:  # a segment's audio waits for its scale
+        assert dec.push(codes.tokens).shape == (1, 2, 0)
+        with pytest.raises(CodesError, match="segment 0 has no scale"):
+            dec.flush()
+    with codec.stream_decoder() as dec:
+        with pytest.raises(CodesError, match=r"pushed scales must be floats \[1, segments\]"):
+            dec.push(codes.tokens, codes.scales[0])
+        with pytest.raises(CodesError, match="NaN or Inf"):
+            dec.push(codes.tokens, torch.full((1, 1), float("nan")))
+    with codec.stream_encoder() as enc:
+        with pytest.raises(AudiotokError, match=r"must be \[1, n\] or \[1, 2, n\]"):
+            enc.push(torch.zeros(1, 3, 10))

@@ -28,7 +28,8 @@ class EncodecCodec(Codec):
     input (at 24 kHz the first frames read up to 6 frames ahead, and the last frame is
     completed by reflection), so items of different lengths are encoded apart (a padded batch
     would change the shorter items' last frame) and decoded apart. The mono models decode as
-    stateful streams; the causal 24 kHz model also encodes as one."""
+    stateful streams; the causal 24 kHz model also encodes as one; the 48 kHz model streams
+    segment by segment both ways (segment_stream.py)."""
 
     family = FAMILY
     stream_stateful = True  # decoder_stream(): the default of stream_decoder and the engine
@@ -40,7 +41,7 @@ class EncodecCodec(Codec):
         self.channels = cfg.channels
         self.segmented = cfg.segment is not None  # the 48 kHz model: see segments.py
         self.codes_carry_scales = self.segmented
-        self.stream_stateful = cfg.norm == "weight_norm" and not self.segmented
+        self.stream_stateful = self.segmented or cfg.norm == "weight_norm"
         if codebooks is not None and bandwidth is not None:
             raise AudiotokError("give codebooks or bandwidth, not both")
         if bandwidth is not None:
@@ -58,7 +59,7 @@ class EncodecCodec(Codec):
         self.samples_per_frame = cfg.hop_length
         self.num_codebooks = codebooks
         self.codebook_sizes = (cfg.bins,) * codebooks
-        self.encode_stateful = cfg.causal  # encoder_stream()
+        self.encode_stateful = cfg.causal or self.segmented  # encoder_stream()
 
     @classmethod
     def from_checkpoint(cls, path: Path, config: EncodecConfig | None = None,
@@ -73,7 +74,12 @@ class EncodecCodec(Codec):
     def decoder_stream(self):
         """The stateful stream (models/encodec/stream.py): every frame decoded once; at 24 kHz
         the first audio once 7 frames are in, then each frame's 320 samples as it comes; at
-        32 kHz the audio lags the codes by the layers' right padding (see docs)."""
+        32 kHz the audio lags the codes by the layers' right padding (see docs); at 48 kHz
+        each segment's once the frame after it is in (segment_stream.py)."""
+        if self.segmented:
+            from .segment_stream import SegmentDecoderStream
+
+            return SegmentDecoderStream(self.model)
         from .stream import decoder_stream
 
         return decoder_stream(self.model)
@@ -81,7 +87,12 @@ class EncodecCodec(Codec):
     def encoder_stream(self):
         """The causal model's stateful encoder stream (models/encodec/stream.py): the first
         tokens once 7 frames of audio are in, then each frame's as its samples come; the last
-        partial frame at the end, completed by reflection as the offline encode does."""
+        partial frame at the end, completed by reflection as the offline encode does. The
+        48 kHz model's: each segment's tokens and scale once its samples are in."""
+        if self.segmented:
+            from .segment_stream import SegmentEncoderStream
+
+            return SegmentEncoderStream(self.model)
         if not self.encode_stateful:
             return super().encoder_stream()
         from .stream import encoder_stream

@@ -56,16 +56,19 @@ def decoded_samples(cfg: EncodecConfig, frames: int) -> int:
 
 def encode(model, audio: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(codes [B, K, T], scales [B, S]) of audio [B, C, N] (items of one length)."""
-    cfg = model.config
-    length, stride, _ = layout(cfg)
-    codes, scales = [], []
-    for start in range(0, audio.shape[-1], stride):
-        x = audio[..., start : start + length]
-        scale = x.mean(1, keepdim=True).pow(2).mean(2, keepdim=True).sqrt() + 1e-8 \
-            if cfg.normalize else torch.ones(x.shape[0], 1, 1, device=x.device)
-        codes.append(model.encode(x / scale if cfg.normalize else x))
-        scales.append(scale.view(-1))
+    length, stride, _ = layout(model.config)
+    codes, scales = zip(*(encode_segment(model, audio[..., start : start + length])
+                          for start in range(0, audio.shape[-1], stride)), strict=True)
     return torch.cat(codes, -1), torch.stack(scales, 1)
+
+
+def encode_segment(model, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(codes [B, K, t], scales [B]) of one segment x [B, C, n]: scaled to unit rms of its
+    channels' mean (+ 1e-8), as the package's _encode_frame."""
+    if not model.config.normalize:
+        return model.encode(x), torch.ones(x.shape[0], device=x.device)
+    scale = x.mean(1, keepdim=True).pow(2).mean(2, keepdim=True).sqrt() + 1e-8
+    return model.encode(x / scale), scale.view(-1)
 
 
 def decode(model, codes: torch.Tensor, scales: torch.Tensor | None) -> torch.Tensor:
@@ -74,29 +77,70 @@ def decode(model, codes: torch.Tensor, scales: torch.Tensor | None) -> torch.Ten
     cfg = model.config
     pieces, start = [], 0
     for s, frames in enumerate(segment_frames(cfg, codes.shape[-1])):
-        out = model.decode(codes[..., start : start + frames])
-        if scales is not None:
-            out = out * scales[:, s].view(-1, 1, 1).to(out)
-        pieces.append(out)
+        pieces.append(decode_segment(model, codes[..., start : start + frames],
+                                     None if scales is None else scales[:, s]))
         start += frames
     return overlap_add(pieces, layout(cfg)[1])
 
 
+def decode_segment(model, codes: torch.Tensor, scales: torch.Tensor | None) -> torch.Tensor:
+    """Audio [B, C, 320 t] of one segment's codes [B, k, t], times its scales [B] (if any)."""
+    out = model.decode(codes)
+    return out if scales is None else out * scales.view(-1, 1, 1).to(out)
+
+
 def overlap_add(pieces: list[torch.Tensor], stride: int) -> torch.Tensor:
-    """The pieces, each starting `stride` after the previous, weighted by a triangle over the
+    """The pieces overlap-added (OverlapAdd), as one tensor."""
+    mix = OverlapAdd(stride)
+    for piece in pieces:
+        mix.add(piece)
+    return mix.take(mix.end)
+
+
+class OverlapAdd:
+    """Pieces, each starting `stride` after the previous, weighted by a triangle over the
     first piece's length (0.5 - |t - 0.5|, t on (0, 1) without its ends) and divided by the
-    sum of the weights, as the package computes it. The package sizes the sum by the last
-    piece, which fails when the one before reaches further (its last segment 1 frame, the one
-    before 150 frames but shorter than a whole segment: e.g. 47681-47840 samples); here the sum
-    spans every piece."""
-    first = pieces[0]
-    total = max(i * stride + piece.shape[-1] for i, piece in enumerate(pieces))
-    t = torch.linspace(0, 1, first.shape[-1] + 2, device=first.device, dtype=first.dtype)[1:-1]
-    weight = 0.5 - (t - 0.5).abs()
-    weights = torch.zeros(total, device=first.device, dtype=first.dtype)
-    out = first.new_zeros(*first.shape[:-1], total)
-    for i, piece in enumerate(pieces):
-        n, at = piece.shape[-1], i * stride
-        out[..., at : at + n] += weight[:n] * piece
-        weights[at : at + n] += weight[:n]
-    return out / weights
+    sum of the weights, as the package computes it; take() returns the samples so far, so a
+    stream puts out what no later piece reaches. The package sizes the sum by the last piece,
+    which fails when the one before reaches further (its last segment 1 frame, the one before
+    150 frames but shorter than a whole segment: e.g. 47681-47840 samples); here the sum spans
+    every piece."""
+
+    def __init__(self, stride: int):
+        self.stride = stride
+        self.pieces = 0
+        self.taken = 0  # samples returned so far
+        self.weight = self.out = self.weights = None  # the triangle; sums from `taken` on
+
+    def add(self, piece: torch.Tensor) -> None:
+        if self.weight is None:
+            t = torch.linspace(0, 1, piece.shape[-1] + 2, device=piece.device,
+                               dtype=piece.dtype)[1:-1]
+            self.weight = 0.5 - (t - 0.5).abs()
+            self.out, self.weights = piece[..., :0].clone(), self.weight[:0].clone()
+        n, at = piece.shape[-1], self.pieces * self.stride - self.taken
+        grow = at + n - self.weights.shape[-1]
+        if grow > 0:
+            self.out = torch.cat([self.out, self.out.new_zeros(*self.out.shape[:-1], grow)], -1)
+            self.weights = torch.cat([self.weights, self.weights.new_zeros(grow)])
+        self.out[..., at : at + n] += self.weight[:n] * piece
+        self.weights[at : at + n] += self.weight[:n]
+        self.pieces += 1
+
+    @property
+    def final(self) -> int:
+        """Samples (from the start) that no later piece reaches: up to the next one's start."""
+        return self.pieces * self.stride
+
+    @property
+    def end(self) -> int:
+        """Samples the pieces so far span."""
+        return self.taken + (0 if self.weights is None else self.weights.shape[-1])
+
+    def take(self, upto: int) -> torch.Tensor:
+        """The samples from the last take() up to `upto`, each divided by its weights."""
+        n = max(0, upto - self.taken)
+        out = self.out[..., :n] / self.weights[:n]
+        self.out, self.weights = self.out[..., n:], self.weights[n:]
+        self.taken += n
+        return out
