@@ -8,6 +8,7 @@ the full-size configurations (random weights), float32, side by side in one proc
     python benchmarks/onnx_speed.py --codec dac --threads 2 --seconds 10
     python benchmarks/onnx_speed.py --codec encodec --threads 2 --seconds 10
     python benchmarks/onnx_speed.py --codec encodec-32khz --threads 2 --seconds 10
+    python benchmarks/onnx_speed.py --codec encodec-48khz --threads 2 --seconds 10
 
 Exports the graphs once (audiotok export --format onnx) into --workdir, then times, interleaved
 repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and (causal codecs) a
@@ -36,7 +37,7 @@ def main() -> None:
     p = parser(__doc__)
     p.add_argument("--push", type=int, default=4, help="frames per streaming push")
     p.add_argument("--codec", choices=["s2", "xcodec2", "mimi", "snac", "dac", "encodec",
-                                       "encodec-32khz"], default="s2")
+                                       "encodec-32khz", "encodec-48khz"], default="s2")
     p.add_argument("--model", type=Path, help="checkpoint (default: random full-size weights)")
     args = p.parse_args()
     if args.model:
@@ -69,7 +70,7 @@ def main() -> None:
             reference.save_pth(reference.dac_model(reference.FULL_44), reference.FULL_44,
                                weights.parent)
     elif args.codec.startswith("encodec"):  # the encodec package's modules, random weights
-        variant = "32khz" if args.codec.endswith("32khz") else "24khz"
+        variant = args.codec[8:] or "24khz"
         weights = args.workdir / f"encodec_{variant}_full" / f"encodec_{variant}-test.th"
         if not weights.exists():
             sys.path.insert(0, str(ROOT))
@@ -94,7 +95,10 @@ def main() -> None:
     ours = audiotok.load(weights)
     onnx = audiotok.load(folder, threads=args.threads)
     x = speech(args.seconds, ours.sample_rate)
-    tokens = ours.encode(x).tokens
+    codes = ours.encode(x)
+    tokens = codes.tokens
+    if not ours.codes_carry_scales:  # (EnCodec 48 kHz decodes its codes with their scales)
+        codes = tokens
 
     def stream(codec):
         with codec.stream_decoder() as dec:
@@ -102,7 +106,7 @@ def main() -> None:
                     for i in range(0, tokens.shape[-1], args.push)]
 
     runs = {"encode": (lambda: ours.encode(x).tokens, lambda: onnx.encode(x).tokens),
-            "decode": (lambda: ours.decode(tokens), lambda: onnx.decode(tokens.numpy()))}
+            "decode": (lambda: ours.decode(codes), lambda: onnx.decode(codes))}
     if ours.causal:
         runs[f"stream decode ({args.push}-frame pushes)"] = (lambda: stream(ours),
                                                              lambda: stream(onnx))

@@ -23,19 +23,22 @@ def window_start(emitted: int, left: int, align: int = 1) -> int:
     return first - first % align
 
 
-FRAME_RULES = ("ceil", "plus_one", "floor")  # and "ceil:N" (below)
+FRAME_RULES = ("ceil", "plus_one", "floor")  # and "ceil:N", "segments:L:S" (below)
 
 
 def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
     """Code frames of `num_samples` samples under a codec's padding rule: "ceil" (padded up to
     whole frames), "ceil:N" (padded up to a multiple of N frames, e.g. a whole attention
-    window), "plus_one" (always 1..samples_per_frame zeros appended: N // hop + 1) or "floor"
-    (a partial last frame is dropped)."""
+    window), "plus_one" (always 1..samples_per_frame zeros appended: N // hop + 1), "floor"
+    (a partial last frame is dropped) or "segments:L:S" (segments of L samples every S,
+    each "ceil": segment_frames)."""
     if rule == "ceil":
         return -(-num_samples // samples_per_frame)
     if rule.startswith("ceil:") and rule[5:].isdigit() and int(rule[5:]) > 0:
         block = int(rule[5:]) * samples_per_frame
         return -(-num_samples // block) * int(rule[5:])
+    if rule.startswith("segments:"):
+        return sum(segment_frames(num_samples, *segment_rule(rule), samples_per_frame))
     if rule == "plus_one":
         return num_samples // samples_per_frame + 1
     if rule == "floor":
@@ -58,3 +61,39 @@ class FrameMath:
     def num_frames(self, num_samples: int) -> int:
         """Code frames for `num_samples` samples at the codec's rate (its frame_rule)."""
         return frames_for(self.frame_rule, num_samples, self.samples_per_frame)
+
+
+def segment_rule(rule: str) -> tuple[int, int]:
+    """(samples a segment, samples between segment starts) of a "segments:L:S" frame rule."""
+    parts = rule.split(":")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) > 0 for p in parts[1:]):
+        raise ValueError(f"unknown frame rule {rule!r}; expected segments:L:S")
+    return int(parts[1]), int(parts[2])
+
+
+def segment_frames(num_samples: int, length: int, stride: int, hop: int) -> list[int]:
+    """Frames of each segment of an input of `num_samples` samples cut into segments of
+    `length` samples every `stride` (the last ones shorter), each ceil(samples / hop) frames."""
+    return [-(-min(length, num_samples - start) // hop)
+            for start in range(0, num_samples, stride)]
+
+
+def frame_segments(frames: int, length: int, stride: int, hop: int) -> list[int] | None:
+    """Frames of each segment of an input that gives `frames` frames (segment_frames), known
+    from the frame count alone: the segments of the shortest input that gives that many (a
+    longer one that gives as many has the same, for segments of whole frames); None if no
+    input gives that many."""
+    lo, hi = 1, frames * hop
+    while lo < hi:  # the total grows with the samples: the least with at least `frames`
+        mid = (lo + hi) // 2
+        if sum(segment_frames(mid, length, stride, hop)) >= frames:
+            hi = mid
+        else:
+            lo = mid + 1
+    out = segment_frames(lo, length, stride, hop)
+    return out if sum(out) == frames else None
+
+
+def segments_span(layout: list[int], stride: int, hop: int) -> int:
+    """Samples the overlap-add of segments of `layout` frames spans."""
+    return max(i * stride + n * hop for i, n in enumerate(layout))

@@ -11,11 +11,12 @@ import numpy as np
 
 from .._version import __version__
 from ..audio import to_items
-from ..chunking import FrameMath, context_windows
+from ..chunking import FrameMath, context_windows, segment_rule, segments_span
 from ..codes import Codes, as_numpy
 from ..errors import AudiotokError, CheckpointError, CodesError
 from ..models.family import licence_notice
 from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
+from . import segments
 
 MANIFEST = "audiotok_onnx.json"
 _ANNOUNCED: set[str] = set()
@@ -54,6 +55,10 @@ class OnnxCodec(FrameMath):
         self.encode_graphs = facts.get("encode_graphs",
                                        ["features", "encoder"] if old_features else ["encoder"])
         self.frame_axes = facts.get("frame_axes", {"features": 1} if old_features else {})
+        self.channels = int(facts.get("channels", 1))
+        # "segments:L:S": each segment encoded alone, with its scale (runtime/segments.py)
+        self.segments = segment_rule(self.frame_rule) \
+            if self.frame_rule.startswith("segments:") else None
         options = ort.SessionOptions()
         if threads:
             options.intra_op_num_threads = threads
@@ -73,14 +78,16 @@ class OnnxCodec(FrameMath):
         return {"codec": self.name, "model": self.title, "runtime": "onnxruntime",
                 "sample_rate": self.sample_rate, "samples_per_frame": self.samples_per_frame,
                 "frame_rate": self.frame_rate, "num_codebooks": self.num_codebooks,
-                "codebook_sizes": list(self.codebook_sizes), "licence": self.licence,
-                "folder": str(self.folder)}
+                "codebook_sizes": list(self.codebook_sizes), "channels": self.channels,
+                "licence": self.licence, "folder": str(self.folder)}
 
     # -- encode --------------------------------------------------------------------------------
     def encode(self, x, sample_rate: int | None = None) -> Codes:
         """Tokens of one item or a batch: the inputs `Codec.encode` takes (paths, bytes, numpy
         arrays, lists of items of any lengths and channel counts), resampled and downmixed."""
-        items = to_items(x, sample_rate, self.sample_rate, arrays=True)
+        items = to_items(x, sample_rate, self.sample_rate, arrays=True, channels=self.channels)
+        if self.segments is not None:
+            return self._encode_segments(items)
         frames = [self.num_frames(it.samples.size) for it in items]
         tokens = np.zeros((len(items), self.num_codebooks, max(frames)), np.int64)
         # "samples": the encoder graph pads the end itself (EnCodec's reflection), so items of
@@ -98,12 +105,32 @@ class OnnxCodec(FrameMath):
                 out = self._encode_batch(audio)
             for j, i in enumerate(group):
                 tokens[i, :, : frames[i]] = out[j, :, : frames[i]]
+        return self._codes(items, tokens, frames)
+
+    def _codes(self, items, tokens: np.ndarray, frames: list[int],
+               scales: np.ndarray | None = None) -> Codes:
         return Codes(tokens, np.asarray(frames, np.int64), self.name, self.sample_rate,
                      self.samples_per_frame,
-                     np.asarray([it.samples.size for it in items], np.int64),
+                     np.asarray([it.samples.shape[-1] for it in items], np.int64),
                      {"codec_version": __version__, "model": self.title, "runtime": "onnxruntime",
                       "source_sample_rate": [it.source_rate for it in items],
-                      "source_num_samples": [it.source_samples for it in items]})
+                      "source_num_samples": [it.source_samples for it in items]},
+                     scales=scales)
+
+    def _encode_segments(self, items) -> Codes:
+        """Items of one length as a batch, segment by segment (runtime/segments.py)."""
+        lengths = [it.samples.shape[-1] for it in items]
+        frames = [self.num_frames(n) for n in lengths]
+        count = max(len(range(0, n, self.segments[1])) for n in lengths)
+        tokens = np.zeros((len(items), self.num_codebooks, max(frames)), np.int64)
+        scales = np.zeros((len(items), count), np.float32)
+        for group in self._groups(frames, lengths):
+            audio = np.stack([items[i].samples for i in group]).astype(np.float32)
+            codes, factors = segments.encode(self.sessions["encoder"], audio, *self.segments)
+            for j, i in enumerate(group):
+                tokens[i, :, : frames[i]] = codes[j]
+                scales[i, : factors.shape[1]] = factors[j]
+        return self._codes(items, tokens, frames, scales)
 
     def _groups(self, frames: list[int], lengths: list[int] | None = None
                 ) -> list[list[int]]:
@@ -165,10 +192,14 @@ class OnnxCodec(FrameMath):
         """Audio float32 [B, 1, N] for Codes (numpy or torch arrays) or integer tokens
         [B, K, T] / [K, T]; each item trimmed to its length and zero beyond it, as
         Codec.decode."""
-        if getattr(codes, "scales", None) is not None:
-            raise CodesError("these codes carry segment scales (EnCodec 48 kHz), which no ONNX "
-                             "export decodes")
+        scales = getattr(codes, "scales", None)
+        if scales is not None and self.segments is None:
+            raise CodesError(f"these codes carry segment scales, which {self.title} does not "
+                             "use")
         tokens, lengths, num_samples = self.check_codes(codes, clamp)
+        if self.segments is not None:
+            return self._decode_segments(tokens, lengths, num_samples,
+                                         None if scales is None else as_numpy(scales))
         spf = self.samples_per_frame
         run = self.sessions["decoder"].run
         audio = np.zeros((tokens.shape[0], 1, tokens.shape[-1] * spf), np.float32)
@@ -188,6 +219,24 @@ class OnnxCodec(FrameMath):
         audio = audio[..., : int(out_len.max())]
         for i, n in enumerate(out_len.tolist()):
             audio[i, :, n:] = 0
+        return audio
+
+    def _decode_segments(self, tokens: np.ndarray, lengths: np.ndarray, num_samples,
+                         scales: np.ndarray | None) -> np.ndarray:
+        """Audio [B, C, N]: items of one length as a batch, their segments decoded, scaled and
+        overlap-added (runtime/segments.py), each trimmed to its length."""
+        length, stride = self.segments
+        hop = self.samples_per_frame
+        spans = [segments_span(segments.layout(n, length, stride, hop), stride, hop)
+                 for n in lengths.tolist()]
+        out_len = np.asarray(spans) if num_samples is None else np.minimum(num_samples, spans)
+        audio = np.zeros((tokens.shape[0], self.channels, int(out_len.max())), np.float32)
+        for group in self._groups(lengths.tolist()):
+            n = int(lengths[group[0]])
+            got = segments.decode(self.sessions["decoder"], tokens[group, :, :n],
+                                  None if scales is None else scales[group], length, stride, hop)
+            for j, i in enumerate(group):
+                audio[i, :, : out_len[i]] = got[j, :, : out_len[i]]
         return audio
 
     def check_codes(self, codes, clamp: bool = False):

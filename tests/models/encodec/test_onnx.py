@@ -60,3 +60,50 @@ def test_torch_free_runtime_equals_the_torch_codec(enc_ref, tmp_path):
     assert z["batch_lengths"].tolist() == [-(-x.numel() // hop) for x in items]
     assert np.array_equal(z["batch_codes"], batch.tokens.numpy())
     np.testing.assert_allclose(z["batch_audio"], codec.decode(batch).numpy(), rtol=0, atol=1e-4)
+
+
+TORCH_FREE_48KHZ = torch_free_script("""
+    lengths = sorted(int(k[6:]) for k in d if k.startswith("audio_"))
+    for n in lengths:
+        codes = codec.encode(d[f"audio_{n}"])
+        r[f"codes_{n}"], r[f"scales_{n}"] = codes.tokens[0], codes.scales[0]
+        r[f"decoded_{n}"] = codec.decode(codes)[0]
+    batch = codec.encode([d[f"audio_{n}"] for n in lengths] + [d["mono"]])
+    r["batch_codes"], r["batch_scales"] = batch.tokens, batch.scales
+    r["batch_lengths"], r["batch_audio"] = batch.lengths, codec.decode(batch)
+    r["unscaled"] = codec.decode(batch.tokens[-2])[0]
+""")
+
+
+def test_48khz_stereo_segments_through_the_runtime(enc48_ref, tmp_path):
+    """The 48 kHz model's graphs take one segment each (the encoder gives its scale too); the
+    runtime cuts, scales and overlap-adds as the torch codec does: codes equal, scales within
+    1e-6, audio within 1e-4, for one segment, the 149 + 1 and 150 + 1 frame layouts, three
+    segments, a mono input and a batch, and codes without scales decoded unscaled."""
+    import audiotok
+
+    out = tmp_path / "onnx"
+    export_onnx_cli(enc48_ref.th, out)
+    manifest = json.loads((out / "audiotok_onnx.json").read_text())
+    assert (manifest["channels"], manifest["frame_rule"]) == (2, "segments:48000:47520")
+    codec = audiotok.load(enc48_ref.th)
+    g = torch.Generator().manual_seed(8)
+    audio = {n: 0.2 * torch.randn(2, n, generator=g) for n in (1, 319, 47600, 47700, 96500)}
+    mono = 0.2 * torch.randn(3000, generator=g)
+    np.savez(tmp_path / "inputs.npz", mono=mono.numpy(),
+             **{f"audio_{n}": x.numpy() for n, x in audio.items()})
+    z = run_torch_free(TORCH_FREE_48KHZ, out, tmp_path / "inputs.npz", tmp_path, "not stated")
+    for n, x in audio.items():
+        codes = codec.encode(x, 48000)
+        assert np.array_equal(z[f"codes_{n}"], codes.tokens[0].numpy()), n
+        np.testing.assert_allclose(z[f"scales_{n}"], codes.scales[0].numpy(), rtol=1e-6)
+        decoded = codec.decode(codes)[0].numpy()
+        assert z[f"decoded_{n}"].shape == decoded.shape == (2, n)
+        np.testing.assert_allclose(z[f"decoded_{n}"], decoded, rtol=0, atol=1e-4)
+    batch = codec.encode([*audio.values(), mono], 48000)
+    assert z["batch_lengths"].tolist() == [1, 1, 150, 151, 305, 10]
+    assert np.array_equal(z["batch_codes"], batch.tokens.numpy())
+    np.testing.assert_allclose(z["batch_scales"], batch.scales.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(z["batch_audio"], codec.decode(batch).numpy(), rtol=0, atol=1e-4)
+    np.testing.assert_allclose(z["unscaled"], codec.decode(batch.tokens[-2])[0].numpy(), rtol=0,
+                               atol=1e-4)

@@ -41,6 +41,8 @@ class EncodecCodec(Codec):
         self.channels = cfg.channels
         self.segmented = cfg.segment is not None  # the 48 kHz model: see segments.py
         self.codes_carry_scales = self.segmented
+        if self.segmented:
+            self.frame_rule = segments.frame_rule(cfg)
         self.stream_stateful = self.segmented or cfg.norm == "weight_norm"
         if codebooks is not None and bandwidth is not None:
             raise AudiotokError("give codebooks or bandwidth, not both")

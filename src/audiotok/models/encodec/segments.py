@@ -11,6 +11,7 @@ import math
 
 import torch
 
+from ... import chunking
 from ...errors import CodesError
 from .config import EncodecConfig
 
@@ -22,36 +23,33 @@ def layout(cfg: EncodecConfig) -> tuple[int, int, int]:
     return length, stride, math.ceil(length / cfg.hop_length)
 
 
+def frame_rule(cfg: EncodecConfig) -> str:
+    """The codec's frame rule (chunking.frames_for): segments, each ceil(samples / hop)."""
+    length, stride, _ = layout(cfg)
+    return f"segments:{length}:{stride}"
+
+
 def frames_of(cfg: EncodecConfig, samples: int) -> list[int]:
     """Frames of each segment of an item of `samples` samples."""
     length, stride, _ = layout(cfg)
-    return [math.ceil(min(length, samples - start) / cfg.hop_length)
-            for start in range(0, samples, stride)]
+    return chunking.segment_frames(samples, length, stride, cfg.hop_length)
 
 
 def segment_frames(cfg: EncodecConfig, frames: int) -> list[int]:
-    """Frames of each segment of an item of `frames` frames: the segments of the shortest input
-    that gives that many (every input that gives as many frames has the same segments: a
-    segment of 48000 samples is 150 whole frames, so a frame count fixes where the last
-    segments end; tests/models/encodec/test_48khz.py checks every length up to 3 s)."""
-    lo, hi = 1, frames * cfg.hop_length
-    while lo < hi:  # the total grows with the samples: the least with at least `frames`
-        mid = (lo + hi) // 2
-        if sum(frames_of(cfg, mid)) >= frames:
-            hi = mid
-        else:
-            lo = mid + 1
-    out = frames_of(cfg, lo)
-    if sum(out) != frames:
+    """Frames of each segment of an item of `frames` frames, from the frame count alone
+    (chunking.frame_segments: a segment of 48000 samples is 150 whole frames, so a frame count
+    fixes where the last segments end; tests/models/encodec/test_48khz.py checks every length
+    up to 2 s)."""
+    length, stride, _ = layout(cfg)
+    out = chunking.frame_segments(frames, length, stride, cfg.hop_length)
+    if out is None:
         raise CodesError(f"no input gives {frames} frames of {cfg.segment:g} s segments")
     return out
 
 
 def decoded_samples(cfg: EncodecConfig, frames: int) -> int:
     """Samples the overlap-add of an item of `frames` frames gives."""
-    stride = layout(cfg)[1]
-    return max(i * stride + n * cfg.hop_length
-               for i, n in enumerate(segment_frames(cfg, frames)))
+    return chunking.segments_span(segment_frames(cfg, frames), layout(cfg)[1], cfg.hop_length)
 
 
 def encode(model, audio: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
