@@ -43,6 +43,9 @@ class Codec(FrameMath):
     # Capabilities (the engine, streaming, export and the runtime read these):
     causal: bool = False  # exact streaming: stream_encoder/stream_decoder, engine slots, steps
     channels: int = 1  # audio channels in and out (2: EnCodec 48 kHz's stereo)
+    # a last partial frame is padded by each convolution, not zero-padded as input (its
+    # stream encoder's flush pushes the rest as it is)
+    pads_per_layer: bool = False
     codes_carry_scales: bool = False  # Codes.scales: each segment's gain (EnCodec 48 kHz)
     frame_rule: str = "ceil"  # samples -> frames (chunking.frames_for): "ceil", "plus_one"...
     # Non-causal codecs: inputs longer than window_frames are processed in windows with
@@ -395,6 +398,12 @@ class Codec(FrameMath):
         [B, K, t] now final, finish() -> the rest, copy(), key() and push_together (as
         decoder_stream's; the engine's StatefulEncode)."""
         raise AudiotokError(f"{self.title} has no stateful encoder stream")
+
+    @property
+    def encoder_streams(self) -> bool:
+        """Whether stream_encoder() (and the server's encode streams) run: causal codecs and
+        those with a stateful encoder stream, unless a setting keeps unbounded state."""
+        return self.causal or self.encode_stateful
 
     def _require_causal(self, what: str = "decoder") -> None:
         if not self.causal:

@@ -222,12 +222,15 @@ class StreamEncoder(_Stream):
         return self._encode(ready)
 
     def flush(self) -> torch.Tensor:
-        """Tokens of the last partial frame, zero-padded as offline encode pads it."""
+        """Tokens of the last partial frame, padded as offline encode pads it: zeros up to a
+        whole frame, or, for a codec whose every convolution pads its own input
+        (Codec.pads_per_layer), the samples as they are (the streaming convolutions pad the
+        stream's end as an offline pass does)."""
         self._check_open()
         spf = self.codec.samples_per_frame
         rest = self.pending
         self.pending = torch.zeros(self.batch_size, 0)
-        if rest.shape[-1] == 0:
+        if rest.shape[-1] == 0 or self.codec.pads_per_layer:
             return self._encode(rest)
         return self._encode(torch.nn.functional.pad(rest, (0, spf - rest.shape[-1])))
 
@@ -346,7 +349,7 @@ def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:
         info = sf.info(name)
     except (sf.LibsndfileError, RuntimeError, TypeError) as e:
         raise AudioError(f"{name}: cannot read audio ({e})") from None
-    if not codec.causal or info.frames < 10 * info.samplerate * block_seconds:
+    if not codec.encoder_streams or info.frames < 10 * info.samplerate * block_seconds:
         return codec.encode(path)
     check_complete(info.extra_info, name)
     resampler = None

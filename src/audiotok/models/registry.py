@@ -16,6 +16,7 @@ FOLDERS = (
     "snac",
     "dac",
     "encodec",
+    "qwen3_tts",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

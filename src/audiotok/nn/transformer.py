@@ -38,7 +38,7 @@ class TransformerConfig:
     norm: str = "rms"  # "rms" (RMSNorm) or "layer" (LayerNorm with bias)
     mlp: str = "swiglu"  # "swiglu" (w2(silu(w1 x) * w3 x)) or "gelu" (w2(gelu(w1 x)), exact erf)
     final_norm: bool = True  # a norm after the last block
-    rope_dtype: str = "bfloat16"  # the RoPE table's rounding: "bfloat16" or "float32"
+    rope_dtype: str = "bfloat16"  # the RoPE table's rounding: "bfloat16", "float32", "hf"
 
     @property
     def kv_heads(self) -> int:
@@ -51,11 +51,14 @@ def rope_table(positions: torch.Tensor, head_dim: int, base: float,
 
     "bfloat16": rounded to bfloat16 (codecs trained with such a table need that rounding
     reproduced for parity; the values promote to float32 in the rotation), frequencies
-    1 / base^(2j/D). "float32": frequencies exp(-ln(base) 2j / D) and cos/sin in float32.
+    1 / base^(2j/D). "float32": frequencies exp(-ln(base) 2j / D) and cos/sin in float32. "hf":
+    transformers' default RoPE, frequencies 1 / base^(2j/D) and cos/sin in float32.
     """
-    if dtype == "float32":
+    if dtype in ("float32", "hf"):
         j = torch.arange(head_dim // 2, device=positions.device, dtype=torch.float32)
-        freqs = torch.exp(j * (-math.log(base) * 2 / head_dim))
+        freqs = torch.exp(j * (-math.log(base) * 2 / head_dim)) if dtype == "float32" else \
+            1.0 / base ** (torch.arange(0, head_dim, 2, device=positions.device).float()
+                           / head_dim)
         angles = positions[..., None].float() * freqs
         return torch.stack([torch.cos(angles), torch.sin(angles)], dim=-1)
     half = head_dim // 2

@@ -187,4 +187,4 @@ def _status(e: AudiotokError) -> int:
 
 def _model_facts(name: str, served) -> dict:
     return {"name": name, **served.codec.info(), "streaming": {
-        "decode": served.runners["decode"].mode, "encode": served.codec.causal}}
+        "decode": served.runners["decode"].mode, "encode": "encode" in served.runners}}

@@ -126,8 +126,10 @@ class Served:
         self.requests: deque[_Request] = deque()
         if codec.causal:
             self.runners = {
-                "decode": CausalDecode(codec, settings.max_streams, settings.max_step_frames),
-                "encode": CausalEncode(codec, settings.max_streams, settings.max_step_frames)}
+                "decode": CausalDecode(codec, settings.max_streams, settings.max_step_frames)}
+            if codec.encoder_streams:
+                self.runners["encode"] = CausalEncode(codec, settings.max_streams,
+                                                      settings.max_step_frames)
             if codec.graphs is not None:  # loaded with CUDA graphs: the steps replay them too
                 for runner in self.runners.values():
                     runner.use_graphs()
@@ -175,8 +177,10 @@ class Engine:
         encoder stream only."""
         served = self._served(model)
         if "encode" not in served.runners:
-            raise EngineError(f"model {model!r} ({served.codec.title}) is not causal, so it "
-                              "cannot encode a stream; send the whole audio to encode")
+            why = "its settings keep no bounded encoder state" if served.codec.causal else \
+                "it is not causal"
+            raise EngineError(f"model {model!r} ({served.codec.title}) cannot encode a stream "
+                              f"({why}); send the whole audio to encode")
         return self._open(EncodeStream, model, False)
 
     def _open(self, cls, model: str, clamp: bool) -> Stream:

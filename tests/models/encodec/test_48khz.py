@@ -46,6 +46,7 @@ def test_codes_scales_and_audio_equal_the_package(enc48_ref, codec):
         codes = codec.encode(x, 48000)
         assert torch.equal(codes.tokens, want_codes), n
         assert torch.equal(codes.scales, want_scales), n
+        assert codec.num_frames(n) == codes.tokens.shape[-1], n
         audio = codec.decode(codes)
         assert audio.shape == want_audio.shape == (1, 2, n)
         assert (audio - want_audio).abs().max() <= 1e-5, n

@@ -46,6 +46,7 @@ class MimiCodec(Codec):
         if padding not in PADDINGS:
             raise AudiotokError(f"padding must be one of {', '.join(PADDINGS)}, got {padding!r}")
         self.padding = padding
+        self.pads_per_layer = padding == "layer"
         self.model.encode_levels = codebooks
         self.sample_rate = config.sample_rate
         self.samples_per_frame = config.samples_per_frame

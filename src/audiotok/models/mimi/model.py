@@ -86,7 +86,10 @@ def transformer(cfg: MimiConfig) -> WindowedTransformer:
 
 
 class MimiModel(nn.Module):
-    def __init__(self, cfg: MimiConfig):
+    """Mimi; decoder=False: the encoding half alone (SEANet encoder, transformer, downsample,
+    quantizer), as codecs that decode Mimi's codes with a decoder of their own hold it."""
+
+    def __init__(self, cfg: MimiConfig, decoder: bool = True):
         super().__init__()
         self.config = cfg
         dim, stride = cfg.dimension, cfg.downsample_stride
@@ -94,11 +97,12 @@ class MimiModel(nn.Module):
         self.encoder_transformer = transformer(cfg)
         self.downsample = CausalConv1d(dim, dim, 2 * stride, stride=stride, bias=False,
                                        pad_mode="replicate")
-        self.quantizer = SplitResidualVQ(cfg)
-        self.upsample = CausalConvTranspose1d(dim, dim, 2 * stride, stride=stride, groups=dim,
-                                              bias=False)
-        self.decoder_transformer = transformer(cfg)
-        self.decoder = SEANetDecoder(cfg)
+        self.quantizer = SplitResidualVQ.of(cfg)
+        if decoder:
+            self.upsample = CausalConvTranspose1d(dim, dim, 2 * stride, stride=stride,
+                                                  groups=dim, bias=False)
+            self.decoder_transformer = transformer(cfg)
+            self.decoder = SEANetDecoder(cfg)
         # codebooks encode() returns (the codec's setting; decode takes any leading subset)
         self.encode_levels = cfg.num_quantizers
 
@@ -125,4 +129,6 @@ class MimiModel(nn.Module):
 
     def float32_islands(self) -> list[nn.Module]:
         """Modules kept in float32 under reduced precision (see nn/precision.py)."""
-        return [self.encoder.layers[0], self.quantizer, self.decoder.layers[-1]]
+        decoder = getattr(self, "decoder", None)
+        return [self.encoder.layers[0], self.quantizer,
+                *([] if decoder is None else [decoder.layers[-1]])]

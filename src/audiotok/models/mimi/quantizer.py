@@ -71,12 +71,16 @@ class ResidualVQ(nn.Module):
 class SplitResidualVQ(nn.Module):
     """Codes: semantic levels first, then acoustic ones; any leading subset decodes."""
 
-    def __init__(self, cfg: MimiConfig):
+    def __init__(self, dim: int, codebook_dim: int, levels: int, semantic_levels: int,
+                 bins: int):
         super().__init__()
-        n_sem = cfg.num_semantic_quantizers
-        self.semantic = ResidualVQ(cfg.dimension, cfg.codebook_dim, n_sem, cfg.codebook_size)
-        self.acoustic = ResidualVQ(cfg.dimension, cfg.codebook_dim,
-                                   cfg.num_quantizers - n_sem, cfg.codebook_size)
+        self.semantic = ResidualVQ(dim, codebook_dim, semantic_levels, bins)
+        self.acoustic = ResidualVQ(dim, codebook_dim, levels - semantic_levels, bins)
+
+    @classmethod
+    def of(cls, cfg: MimiConfig) -> SplitResidualVQ:
+        return cls(cfg.dimension, cfg.codebook_dim, cfg.num_quantizers,
+                   cfg.num_semantic_quantizers, cfg.codebook_size)
 
     def encode(self, z: torch.Tensor, levels: int) -> torch.Tensor:
         n_sem = self.semantic.levels

@@ -61,6 +61,8 @@ _MOSHI = [
     (r"\.layer_scale_2\.scale$", ".ffn_layer_scale.gamma"),
     (r"^downsample\.conv\.conv\.conv\.", "downsample.conv."),
     (r"^upsample\.convtr\.convtr\.convtr\.", "upsample.conv."),
+]
+RVQ_NAMES = [  # moshi's split RVQ (also the Qwen3-TTS decoder's) -> audiotok's
     (r"^quantizer\.rvq_first\.", "quantizer.semantic."),
     (r"^quantizer\.rvq_rest\.", "quantizer.acoustic."),
     (r"\.vq\.layers\.(\d+)\._codebook\.(embedding_sum|embed_sum|embed_avg)$", r".codebook.\1.sum"),
@@ -95,12 +97,12 @@ def load_checkpoint(path: Path, config: MimiConfig | None = None
             config = MimiConfig.from_hf(meta)
         else:
             config = config_from_tensors(sd)
-    sd = {k: v for k, v in sd.items() if not _IGNORED.search(k)}
     if layout == "hf":
-        sd = _from_hf(sd, config)
-    elif layout == "moshi":
-        sd = _rename(sd, _MOSHI)
-    return _fold_codebooks(sd, str(path)), config
+        return from_hf(sd, config, str(path)), config
+    sd = without_ignored(sd)
+    if layout == "moshi":
+        sd = rename(sd, _MOSHI + RVQ_NAMES)
+    return fold_codebooks(sd, str(path)), config
 
 
 def config_from_tensors(sd: dict[str, torch.Tensor]) -> MimiConfig:
@@ -131,7 +133,7 @@ def config_from_tensors(sd: dict[str, torch.Tensor]) -> MimiConfig:
         num_semantic_quantizers=semantic)
 
 
-def _rename(sd: dict, table) -> dict:
+def rename(sd: dict, table) -> dict:
     out = {}
     for key, value in sd.items():
         for pattern, repl in table:
@@ -140,8 +142,25 @@ def _rename(sd: dict, table) -> dict:
     return out
 
 
+def without_ignored(sd: dict) -> dict:
+    """sd without training state and recomputed buffers."""
+    return {k: v for k, v in sd.items() if not _IGNORED.search(k)}
+
+
+def from_hf(sd: dict, cfg: MimiConfig, source: str) -> dict:
+    """The canonical state dict of transformers-layout Mimi weights (also the encoder of the
+    Qwen3-TTS tokenizer, its `encoder.` prefix taken off)."""
+    return fold_codebooks(_from_hf(without_ignored(sd), cfg), source)
+
+
 def _from_hf(sd: dict, cfg: MimiConfig) -> dict:
-    sd = _rename(_rename(sd, _NESTED), _HF)
+    return fuse_qkv(rename(rename(sd, _NESTED), _HF), cfg.num_heads, cfg.head_dim)
+
+
+def fuse_qkv(sd: dict, heads: int, head_dim: int, kv_heads: int | None = None) -> dict:
+    """transformers' `<layer>.self_attn.{q,k,v}_proj.weight` -> audiotok's fused
+    `<layer>.attention.wqkv.weight`, the q and k rows permuted from rotate-half RoPE back to
+    interleaved pairs (nn/transformer.py)."""
     out, qkv = {}, {}
     for key, value in sd.items():
         m = _QK.search(key)
@@ -150,8 +169,9 @@ def _from_hf(sd: dict, cfg: MimiConfig) -> dict:
             continue
         prefix = key[: m.start()]
         if m.group(1) != "v":  # rotate-half rows (h, r, j) back to interleaved (h, j, r)
-            value = value.reshape(cfg.num_heads, 2, cfg.head_dim // 2, -1).transpose(1, 2)
-            value = value.reshape(cfg.num_heads * cfg.head_dim, -1)
+            n = heads if m.group(1) == "q" else kv_heads or heads
+            value = value.reshape(n, 2, head_dim // 2, -1).transpose(1, 2)
+            value = value.reshape(n * head_dim, -1)
         qkv.setdefault(prefix, {})[m.group(1)] = value
     for prefix, parts in qkv.items():
         if set(parts) != {"q", "k", "v"}:
@@ -161,7 +181,7 @@ def _from_hf(sd: dict, cfg: MimiConfig) -> dict:
     return out
 
 
-def _fold_codebooks(sd: dict, source: str) -> dict:
+def fold_codebooks(sd: dict, source: str) -> dict:
     """`<rvq>.codebook.<i>.sum` / `.usage` -> `<rvq>.codebook` [levels, bins, dim]."""
     out = {k: v for k, v in sd.items() if ".codebook." not in k}
     for rvq in ("quantizer.semantic", "quantizer.acoustic"):

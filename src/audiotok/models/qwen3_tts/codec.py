@@ -1,0 +1,95 @@
+"""Qwen3TtsCodec: the Qwen3-TTS 12 Hz tokenizer behind the common Codec API."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import torch
+
+from ...audio import AudioItem
+from ...checkpoint import build_model
+from ...codec import Codec
+from ...errors import AudiotokError
+from . import FAMILY
+from .config import Qwen3TtsConfig
+from .model import Qwen3TtsModel
+from .weights import checkpoint_file, load_checkpoint
+
+
+class Qwen3TtsCodec(Codec):
+    """Qwen3-TTS's 12 Hz tokenizer: 24 kHz mono <-> 16 codebooks of 2048 (1 semantic + 15
+    acoustic) at 12.5 frames/s, causal end to end.
+
+    Encoding is Mimi's (models/mimi), each convolution padding its own input as transformers'
+    MimiModel does (the reference calls it so), so a last partial frame is the reference's and
+    items of different lengths encode apart. attention: "full" (default) attends over every
+    past step of the encoder transformer, as the reference runs under transformers' eager and
+    SDPA attention (its 250-step window is honoured only by flash-attention 2); "window" keeps
+    Mimi's 250 steps (flash-attention 2's result, and exact stream encoding). Decoding is one
+    causal pass: exact, where the reference's decode re-decodes 300-frame chunks with 25 frames
+    of left context (equal up to 300 frames, not beyond; see docs)."""
+
+    family = FAMILY
+    causal = True
+    frame_rule = "ceil"
+    pads_per_layer = True  # as transformers' MimiModel, which the reference calls
+
+    def __init__(self, model: Qwen3TtsModel, **kw):
+        super().__init__(model, model.config, **kw)
+        cfg = model.config
+        self.attention = cfg.attention
+        self.sample_rate = cfg.sample_rate
+        self.samples_per_frame = cfg.samples_per_frame
+        self.num_codebooks = cfg.num_quantizers
+        self.codebook_sizes = (cfg.decoder.codebook_size,) * cfg.num_quantizers
+
+    @classmethod
+    def from_checkpoint(cls, path: Path, config: Qwen3TtsConfig | None = None, *,
+                        attention: str | None = None, **kw) -> Qwen3TtsCodec:
+        """Load the hub layout or audiotok's own (see weights.py); `config` overrides the
+        file's, `attention` ("full" or "window") its encoder attention."""
+        path = checkpoint_file(path)
+        state_dict, config = load_checkpoint(path, config)
+        if attention is not None:
+            if attention not in ("full", "window"):
+                raise AudiotokError(f"attention must be full or window, got {attention!r}")
+            config = dataclasses.replace(config, attention=attention)
+        model = build_model(Qwen3TtsModel, config, state_dict, str(path))
+        return cls(model, source=str(path), **kw)
+
+    def info(self) -> dict:
+        return {**super().info(), "attention": self.attention}
+
+    @property
+    def encoder_streams(self) -> bool:
+        """With full attention every past step is kept: no bounded stream state."""
+        return self.attention == "window"
+
+    def stream_encoder(self, batch_size: int = 1):
+        if not self.encoder_streams:
+            raise AudiotokError(f"{self.title} streams its encoder exactly with "
+                                "attention='window' only (full attention keeps every past "
+                                "step); load it with attention='window' (flash-attention 2's "
+                                "result), or encode whole inputs")
+        return super().stream_encoder(batch_size)
+
+    def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
+        """Items of whole frames run as one batch; a ragged one alone, unpadded (each
+        convolution pads its own input, so padding would change its last frame)."""
+        spf = self.samples_per_frame
+        whole = [i for i, it in enumerate(items) if it.samples.numel() % spf == 0]
+        out: list[torch.Tensor | None] = [None] * len(items)
+        if whole:
+            for i, t in zip(whole, super()._encode_items([items[i] for i in whole]), strict=True):
+                out[i] = t
+        for i, it in enumerate(items):
+            if out[i] is None:
+                out[i] = self._encode_batch(it.samples.to(self.device).view(1, 1, -1))[0].cpu()
+        return out
+
+    def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
+        return self._run("encode", self.model.encode, audio)
+
+    def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        return self._decode_causal(tokens)
