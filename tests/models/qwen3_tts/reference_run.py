@@ -3,6 +3,7 @@ newer one: run with PYTHONPATH=<.refs/qwen-tts>), random weights, saved as the h
 (config.json + model.safetensors), with its codes and audio for the inputs given.
 
     python reference_run.py OUT small|full SEED INPUTS.npz
+    python reference_run.py serve MODEL THREADS INPUTS.npz OUT.npz   (see serve())
 
 INPUTS.npz: `audio_<n>` items (float32 [n]) encoded one by one (their codes, and their encoder
 latents before quantisation), `batch_<i>` encoded as one
@@ -145,5 +146,48 @@ def main(out: str, size: str, seed: str, inputs: str) -> None:
     np.savez(out / "results.npz", **r)
 
 
+def serve(folder: str, threads: str, inputs: str, out: str) -> None:
+    """The saved model, timed on request (benchmarks/qwen3_tts_speed.py): each stdin line
+    "encode NAME" or "decode NAME" runs it on `audio_NAME` (decode: the codes of its last
+    encode) and answers a JSON line of seconds and extra peak resident MB; "quit" writes `out`
+    (each input's codes, the audio of decode() and of one decoder pass) and exits."""
+    import json
+    import time
+
+    from audiotok.bench import peak_rss_mb, reset_peak_rss
+
+    torch.set_num_threads(int(threads))
+    _, Model = _import_tokenizer()
+    model = Model.from_pretrained(folder, attn_implementation="sdpa").eval()
+    d = dict(np.load(inputs))
+    r = {}
+    for line in sys.stdin:
+        op, _, name = line.strip().partition(" ")
+        if op == "quit":
+            break
+        reset_peak_rss()
+        base = peak_rss_mb()
+        t = time.perf_counter()
+        with torch.inference_mode():
+            if op == "encode":
+                audio = torch.from_numpy(d["audio_" + name])[None]
+                codes = model.encode(audio, torch.ones_like(audio, dtype=torch.long))
+                r["codes_" + name] = codes.audio_codes[0].numpy()
+            else:
+                audio = model.decode(torch.from_numpy(r["codes_" + name])[None])
+                r["audio_" + name] = audio.audio_values[0].numpy()
+        seconds = time.perf_counter() - t
+        print(json.dumps({"seconds": seconds, "mb": max(0.0, peak_rss_mb() - base)}),
+              flush=True)
+    with torch.inference_mode():
+        for key in [k for k in r if k.startswith("codes_")]:
+            codes = torch.from_numpy(r[key])[None].transpose(1, 2)
+            r["onepass_" + key[6:]] = model.decoder(codes)[0, 0].numpy()
+    np.savez(out, **r)
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:])
+    if sys.argv[1] == "serve":
+        serve(*sys.argv[2:])
+    else:
+        main(*sys.argv[1:])
