@@ -23,6 +23,8 @@ from .linear import Linear
 from .streaming import StreamingModule, ragged_of
 from .tracing import exporting
 
+UNBOUNDED = 1 << 20  # a window no input reaches: every earlier position is attended to
+
 
 @dataclass(frozen=True)
 class TransformerConfig:

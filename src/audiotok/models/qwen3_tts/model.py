@@ -22,12 +22,10 @@ from ...nn.activations import SnakeBeta
 from ...nn.conv import CausalConv1d, CausalConvTranspose1d
 from ...nn.convnext import ConvNeXtBlock
 from ...nn.linear import Linear
-from ...nn.transformer import TransformerConfig, WindowedTransformer
+from ...nn.transformer import UNBOUNDED, TransformerConfig, WindowedTransformer
 from ..mimi.model import MimiModel
 from ..mimi.quantizer import SplitResidualVQ
 from .config import DecoderConfig, Qwen3TtsConfig
-
-FULL_CONTEXT = 1 << 20  # "full" attention: a window no input reaches (23 hours at 12.5 Hz)
 
 
 class ResidualUnit(nn.Module):
@@ -101,7 +99,7 @@ class Qwen3TtsModel(nn.Module):
         super().__init__()
         self.config = cfg
         encoder = cfg.encoder if cfg.attention == "window" else \
-            dataclasses.replace(cfg.encoder, context=FULL_CONTEXT)
+            dataclasses.replace(cfg.encoder, context=UNBOUNDED)
         self.encoder = MimiModel(encoder, decoder=False)
         self.decoder = Decoder(cfg.decoder)
         self.encoder.encode_levels = cfg.num_quantizers
