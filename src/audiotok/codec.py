@@ -185,7 +185,26 @@ class Codec(FrameMath):
         )
 
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
-        """Tokens [K, T_i] per item. Default: one zero-padded batch, valid for causal codecs."""
+        """Tokens [K, T_i] per item. Default: one zero-padded batch, valid for causal codecs;
+        with pads_per_layer, an item that is not whole frames runs alone, unpadded (its
+        convolutions pad its last frame; zeros after it would change that frame)."""
+        if self.pads_per_layer:
+            spf = self.samples_per_frame
+            whole = [i for i, it in enumerate(items) if it.samples.numel() % spf == 0]
+            out: list[torch.Tensor | None] = [None] * len(items)
+            if whole:
+                for i, t in zip(whole, self._encode_padded([items[i] for i in whole]),
+                                strict=True):
+                    out[i] = t
+            for i, it in enumerate(items):
+                if out[i] is None:
+                    audio = it.samples.to(self.device).view(1, 1, -1)
+                    out[i] = self._encode_batch(audio)[0].cpu()
+            return out
+        return self._encode_padded(items)
+
+    def _encode_padded(self, items: list[AudioItem]) -> list[torch.Tensor]:
+        """Tokens [K, T_i] per item of one zero-padded batch."""
         frames = [self.num_frames(it.samples.numel()) for it in items]
         length = max(frames) * self.samples_per_frame
         audio = torch.zeros(len(items), 1, length, device=self.device)  # float32: the model casts

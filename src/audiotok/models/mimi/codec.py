@@ -6,7 +6,6 @@ from pathlib import Path
 
 import torch
 
-from ...audio import AudioItem
 from ...checkpoint import build_model
 from ...codec import Codec, codebooks_setting
 from ...errors import AudiotokError
@@ -71,22 +70,6 @@ class MimiCodec(Codec):
 
     def info(self) -> dict:
         return {**super().info(), "padding": self.padding}
-
-    def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
-        spf = self.samples_per_frame
-        if self.padding == "frame":
-            return super()._encode_items(items)
-        # "layer": items of whole frames batch as usual; a ragged one runs alone, unpadded
-        whole = [i for i, it in enumerate(items) if it.samples.numel() % spf == 0]
-        out: list[torch.Tensor | None] = [None] * len(items)
-        if whole:
-            for i, t in zip(whole, super()._encode_items([items[i] for i in whole]), strict=True):
-                out[i] = t
-        for i, it in enumerate(items):
-            if out[i] is None:
-                audio = it.samples.to(self.device).view(1, 1, -1)
-                out[i] = self._encode_causal(audio)[0].cpu()
-        return out
 
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
         return self._encode_causal(audio)

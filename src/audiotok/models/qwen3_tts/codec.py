@@ -7,7 +7,6 @@ from pathlib import Path
 
 import torch
 
-from ...audio import AudioItem
 from ...checkpoint import build_model
 from ...codec import Codec
 from ...errors import AudiotokError
@@ -73,20 +72,6 @@ class Qwen3TtsCodec(Codec):
                                 "step); load it with attention='window' (flash-attention 2's "
                                 "result), or encode whole inputs")
         return super().stream_encoder(batch_size)
-
-    def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
-        """Items of whole frames run as one batch; a ragged one alone, unpadded (each
-        convolution pads its own input, so padding would change its last frame)."""
-        spf = self.samples_per_frame
-        whole = [i for i, it in enumerate(items) if it.samples.numel() % spf == 0]
-        out: list[torch.Tensor | None] = [None] * len(items)
-        if whole:
-            for i, t in zip(whole, super()._encode_items([items[i] for i in whole]), strict=True):
-                out[i] = t
-        for i, it in enumerate(items):
-            if out[i] is None:
-                out[i] = self._encode_batch(it.samples.to(self.device).view(1, 1, -1))[0].cpu()
-        return out
 
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
         return self._run("encode", self.model.encode, audio)
