@@ -336,9 +336,9 @@ def _scale_chunk(scales, batch_size: int) -> torch.Tensor | None:
 
 
 def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:
-    """Codes of an audio file. For a causal codec, long files are read, downmixed, resampled and
-    encoded block by block, so memory stays bounded; tokens equal `codec.encode(path)`, which
-    is what other codecs and short files get."""
+    """Codes of an audio file. For a causal codec whose encoder streams, long files are read,
+    downmixed, resampled and encoded block by block, so memory stays bounded; tokens equal
+    `codec.encode(path)`, which is what other codecs and short files get."""
     import soundfile as sf
     import soxr
 
@@ -349,7 +349,8 @@ def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:
         info = sf.info(name)
     except (sf.LibsndfileError, RuntimeError, TypeError) as e:
         raise AudioError(f"{name}: cannot read audio ({e})") from None
-    if not codec.encoder_streams or info.frames < 10 * info.samplerate * block_seconds:
+    if not (codec.causal and codec.encoder_streams) or \
+            info.frames < 10 * info.samplerate * block_seconds:
         return codec.encode(path)
     check_complete(info.extra_info, name)
     resampler = None

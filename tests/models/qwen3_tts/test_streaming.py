@@ -80,3 +80,18 @@ def test_engine_encode_streams_equal_offline(codecs):
     audio = [(0.2 * rng.standard_normal(n * FRAME)).astype(np.float32) for n in (1, 5, 23, 31)]
     engine = Engine({"q": window}, EngineSettings(max_batch=3, max_step_frames=3), start=False)
     run_encode_streams(engine, window, audio, rng, name="q", push_chance=0.7)
+
+
+def test_long_files_are_encoded_as_encode_does(codecs, tmp_path):
+    """audiotok.stream.encode_file (the command line's reader for long files): with window
+    attention it streams the file block by block, with full attention it encodes it whole;
+    both give encode()'s tokens, a ragged last frame included."""
+    import soundfile as sf
+
+    from audiotok.stream import encode_file
+
+    x = (0.2 * np.random.default_rng(5).standard_normal(3 * 24000 + 77)).astype(np.float32)
+    sf.write(tmp_path / "long.wav", x, 24000, subtype="FLOAT")
+    for codec in codecs:
+        got = encode_file(codec, tmp_path / "long.wav", block_seconds=0.1)
+        assert torch.equal(got.tokens, codec.encode(tmp_path / "long.wav").tokens)
