@@ -18,6 +18,7 @@ SLOW_FIRST = (
     "tests/models/xcodec2/test_onnx.py",
     "tests/models/mimi/test_onnx.py",
     "tests/models/encodec/test_onnx.py",
+    "tests/models/qwen3_tts/test_onnx.py",
     "tests/models/snac/test_onnx.py",
     "tests/models/dac/test_onnx.py",
     "tests/server/test_engine.py",

@@ -139,11 +139,14 @@ def export_onnx(codec, out: str | os.PathLike, *, max_push_frames: int | None = 
     return out
 
 
-def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: int) -> dict:
+def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: int,
+                  encoder_step: bool = True, raw_samples: bool = False) -> dict:
     """encoder, decoder, encoder_step and decoder_step of a causal codec (its model's encode and
     decode, streaming through nn/streaming.py's modules); the manifest's extra entries. Tracing
     runs `example_frames` frames (long enough that no attention window is specialised) and step
-    graphs of up to `max_push` frames."""
+    graphs of up to `max_push` frames. encoder_step=False: none. raw_samples: the encoder graph
+    takes any number of samples, its convolutions padding a last partial frame themselves
+    (Codec.pads_per_layer; the manifest's `encode_input: "samples"`), not whole frames."""
     model = codec.model.eval()
     spf = codec.samples_per_frame
     batch = torch.export.Dim("batch", min=1, max=4096)
@@ -156,12 +159,17 @@ def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: 
     graphs["decoder"] = export_graph(
         Call(model, lambda m, c: m.decode(c)), (codes,), tmp / "decoder.onnx", ["codes"],
         ["audio"], {"codes": {0: batch, 2: frames}}, facts)
+    # raw samples: unnamed dynamic sizes (named, the ceil divisions of every layer's length
+    # become derived dimensions torch.export cannot state)
+    dims = {0: torch.export.Dim.DYNAMIC, 2: torch.export.Dim.DYNAMIC} if raw_samples else \
+        {0: batch, 2: spf * frames}
     graphs["encoder"] = export_graph(
-        Call(model, lambda m, a: m.encode(a)), (audio,), tmp / "encoder.onnx", ["audio"],
-        ["codes"], {"audio": {0: batch, 2: spf * frames}}, facts)
-    steps = {"decoder_step": ("decode", codes[:, :, :3], "codes", "audio", step_frames),
-             "encoder_step": ("encode", audio[..., : 3 * spf], "audio", "codes",
-                              spf * step_frames)}
+        Call(model, lambda m, a: m.encode(a)), (audio[..., :-37] if raw_samples else audio,),
+        tmp / "encoder.onnx", ["audio"], ["codes"], {"audio": dims}, facts)
+    steps = {"decoder_step": ("decode", codes[:, :, :3], "codes", "audio", step_frames)}
+    if encoder_step:
+        steps["encoder_step"] = ("encode", audio[..., : 3 * spf], "audio", "codes",
+                                 spf * step_frames)
     for graph, (method, x, x_name, y_name, length) in steps.items():
         modules, names, spec = step_state(codec, method)
         state = tree_flatten([m.initial_state(2, torch.device("cpu")) for m in modules])[0]
@@ -172,7 +180,8 @@ def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: 
         states[graph] = [{"name": n, "shape": list(t.shape[1:]),
                           "dtype": str(t.dtype).removeprefix("torch.")}
                          for n, t in zip(names, state, strict=True)]
-    return {"graphs": graphs, "max_push_frames": max_push, "state": states}
+    extra = {"graphs": graphs, "max_push_frames": max_push, "state": states}
+    return {**extra, "encode_input": "samples"} if raw_samples else extra
 
 
 def _new(name: str) -> str:

@@ -40,9 +40,11 @@ class Linear(nn.Linear):
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
            ) -> torch.Tensor:
+    if exporting():  # (before any test of the rows: a traced size would be guarded on it)
+        return F.linear(x, weight, bias)
     rows = x.numel() // max(x.shape[-1], 1)
     if (rows > FEW_ROWS or rows == 0 or x.device.type != "cpu" or x.dtype != torch.float32
-            or weight.dtype != torch.float32 or exporting()
+            or weight.dtype != torch.float32
             or (torch.is_grad_enabled()
                 and any(t is not None and t.requires_grad for t in (x, weight, bias)))):
         return F.linear(x, weight, bias)

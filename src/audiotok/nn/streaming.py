@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from .tracing import exporting
+
 
 class StreamingModule(nn.Module):
     def __init__(self):
@@ -69,7 +71,9 @@ def keep_last(x: torch.Tensor, size: int, end: torch.Tensor | None, dim: int = -
     length = x.shape[dim]
     if end is None:
         last = x.narrow(dim, length - size, size)
-        return last if length <= 2 * size else last.clone()
+        # (traced for export: no test of a traced length, which would fix it; a graph's
+        # outputs are its own tensors anyway)
+        return last if exporting() or length <= 2 * size else last.clone()
     dim = dim % x.ndim
     index = end[:, None] - size + torch.arange(size, device=x.device)  # [B, size]
     shape = [x.shape[0]] + [1] * (x.ndim - 1)

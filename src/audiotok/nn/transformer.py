@@ -131,6 +131,8 @@ def windowed_attention(
     query's (self-attention, possibly with a cached prefix of keys).
     """
     if exporting() and q_pos.ndim == 1 and k_pos is q_pos:  # offline, traced for export
+        if window >= UNBOUNDED:  # every earlier position: plain causal attention
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
         return banded_attention(q, k, v, window)
     tq, tk = q.shape[2], k.shape[2]
     if tq <= window:
@@ -221,7 +223,7 @@ class KVRing:
     def __init__(self, window: int, pos: torch.Tensor, t: int, end: torch.Tensor | None):
         self.window = window
         self.size = size = self.size_for(window)
-        self.in_place = t <= size - (window - 1) and not exporting()
+        self.in_place = not exporting() and t <= size - (window - 1)  # (no guard when traced)
         device = pos.device
         start = pos[:, 0]  # [B]: the step's first position per row
         slots = torch.arange(size, device=device)

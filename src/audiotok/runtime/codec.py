@@ -94,7 +94,7 @@ class OnnxCodec(FrameMath):
         # one length run as a batch, fed as they are; "frames": zero-padded to whole frames
         raw = self.facts.get("encode_input", "frames") == "samples"
         lengths = [it.samples.size for it in items] if raw else frames
-        for group in self._groups(frames, lengths):
+        for group in self._groups(frames, lengths, raw):
             if raw:
                 audio = np.stack([items[i].samples for i in group])[:, None].astype(np.float32)
             else:
@@ -132,12 +132,12 @@ class OnnxCodec(FrameMath):
                 scales[i, : factors.shape[1]] = factors[j]
         return self._codes(items, tokens, frames, scales)
 
-    def _groups(self, frames: list[int], lengths: list[int] | None = None
-                ) -> list[list[int]]:
-        """Items run as one batch: all of them for a causal codec (padding never reaches an
-        item's frames), else those of equal length (`lengths`, default frames; a long one
-        alone: it is windowed)."""
-        if self.causal:
+    def _groups(self, frames: list[int], lengths: list[int] | None = None,
+                raw: bool = False) -> list[list[int]]:
+        """Items run as one batch: all of them for a causal codec fed whole frames (padding
+        never reaches an item's frames), else those of equal length (`lengths`, default
+        frames; a long one alone: it is windowed)."""
+        if self.causal and not raw:
             return [list(range(len(frames)))]
         groups: dict[int, list[int]] = {}
         for i, (n, key) in enumerate(zip(frames, lengths or frames, strict=True)):

@@ -28,6 +28,7 @@ FAMILY = Family(
     presets=(Preset("qwen3-tts-tokenizer", "Qwen/Qwen3-TTS-Tokenizer-12Hz",
                     ("model.safetensors", "config.json")),),
     detect=_detect,
+    onnx=".onnx:onnx_graphs",
     llm_schemes={"qwen3-tts": ".llm:Qwen3TtsIds"},
     options={"attention": LoadOption(
         "the encoder transformer's attention: full (every past step, as the reference runs "

@@ -1,0 +1,54 @@
+"""The Qwen3-TTS tokenizer's ONNX export (full attention): the encoder graph takes any number of
+samples, padding a last partial frame per convolution as the torch codec does, so the runtime's
+codes equal the torch codec's for ragged lengths, 12 s (past the 250-step window) and a batch of
+mixed lengths; the decoder graph and its step graph (pushes of 1-11 frames) within 1e-5 of the
+torch decode; no encoder step graph, and the runtime says so."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+pytest.importorskip("onnxruntime")
+
+from tests.helpers import export_onnx_cli  # noqa: E402
+
+
+def test_runtime_equals_the_torch_codec(qwen_small, tmp_path):
+    import audiotok
+    from audiotok.errors import AudiotokError
+    from audiotok.runtime import OnnxCodec
+
+    model = qwen_small[1]["model"]
+    out = tmp_path / "onnx"
+    export_onnx_cli(model, out)
+    manifest = json.loads((out / "audiotok_onnx.json").read_text())
+    assert set(manifest["graphs"]) == {"encoder", "decoder", "decoder_step"}
+    assert (manifest["encode_input"], manifest["attention"], manifest["max_push_frames"]) == \
+        ("samples", "full", 72)
+    codec, onnx = audiotok.load(model), OnnxCodec(out, threads=1)
+    rng = np.random.default_rng(11)
+    items = [(0.2 * rng.standard_normal(n)).astype(np.float32)
+             for n in (1, 1919, 1921, 24001, 12 * 24000 + 5)]
+    for x in items:
+        assert np.array_equal(onnx.encode(x, 24000).tokens,
+                              codec.encode(torch.from_numpy(x), 24000).tokens.numpy()), x.size
+    batch = items + items[1:2]
+    assert np.array_equal(onnx.encode(batch, 24000).tokens,
+                          codec.encode([torch.from_numpy(x) for x in batch], 24000).tokens.numpy())
+    codes = rng.integers(0, 2048, (1, 16, 90))
+    want = codec.decode(torch.from_numpy(codes)).numpy()
+    assert np.abs(onnx.decode(codes) - want).max() <= 1e-5
+    pushes, out, at = rng.integers(1, 12, 40), [], 0
+    with onnx.stream_decoder() as dec:
+        for n in pushes:
+            out.append(dec.push(codes[..., at : at + n]))
+            at += int(n)
+            if at >= 90:
+                break
+        out.append(dec.flush())
+    streamed = np.concatenate(out, -1)
+    assert streamed.shape == want.shape and np.abs(streamed - want).max() <= 1e-5
+    with pytest.raises(AudiotokError, match="no encoder_step graph"):
+        onnx.stream_encoder()
