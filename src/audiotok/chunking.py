@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from .errors import CodesError
+
 
 def context_windows(frames: int, window: int, context: int) -> Iterator[tuple[int, int, slice]]:
     """(start, stop, keep) for each window of `window` frames of a `frames`-long input, widened
@@ -78,10 +80,10 @@ def segment_frames(num_samples: int, length: int, stride: int, hop: int) -> list
             for start in range(0, num_samples, stride)]
 
 
-def frame_segments(frames: int, length: int, stride: int, hop: int) -> list[int] | None:
+def frame_segments(frames: int, length: int, stride: int, hop: int) -> list[int]:
     """Frames of each segment of an input that gives `frames` frames (segment_frames), known
     from the frame count alone: the segments of the shortest input that gives that many (a
-    longer one that gives as many has the same, for segments of whole frames); None if no
+    longer one that gives as many has the same, for segments of whole frames); CodesError if no
     input gives that many."""
     lo, hi = 1, frames * hop
     while lo < hi:  # the total grows with the samples: the least with at least `frames`
@@ -91,7 +93,9 @@ def frame_segments(frames: int, length: int, stride: int, hop: int) -> list[int]
         else:
             lo = mid + 1
     out = segment_frames(lo, length, stride, hop)
-    return out if sum(out) == frames else None
+    if sum(out) != frames:
+        raise CodesError(f"no input gives {frames} frames of segments of {length} samples")
+    return out
 
 
 def segments_span(layout: list[int], stride: int, hop: int) -> int:

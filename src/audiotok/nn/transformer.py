@@ -56,17 +56,16 @@ def rope_table(positions: torch.Tensor, head_dim: int, base: float,
     1 / base^(2j/D). "float32": frequencies exp(-ln(base) 2j / D) and cos/sin in float32. "hf":
     transformers' default RoPE, frequencies 1 / base^(2j/D) and cos/sin in float32.
     """
-    if dtype in ("float32", "hf"):
+    if dtype == "float32":
         j = torch.arange(head_dim // 2, device=positions.device, dtype=torch.float32)
-        freqs = torch.exp(j * (-math.log(base) * 2 / head_dim)) if dtype == "float32" else \
-            1.0 / base ** (torch.arange(0, head_dim, 2, device=positions.device).float()
-                           / head_dim)
-        angles = positions[..., None].float() * freqs
-        return torch.stack([torch.cos(angles), torch.sin(angles)], dim=-1)
-    half = head_dim // 2
-    freqs = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=positions.device)[:half].float()
-                            / head_dim))
+        freqs = torch.exp(j * (-math.log(base) * 2 / head_dim))
+    else:  # "bfloat16" and "hf": 1 / base^(2j/D)
+        half = head_dim // 2
+        freqs = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=positions.device)[:half]
+                                .float() / head_dim))
     angles = positions[..., None].float() * freqs
+    if dtype != "bfloat16":
+        return torch.stack([torch.cos(angles), torch.sin(angles)], dim=-1)
     cis = torch.polar(torch.ones_like(angles), angles)
     return torch.stack([cis.real, cis.imag], dim=-1).to(torch.bfloat16)
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .._version import __version__
 from ..audio import to_items
-from ..chunking import FrameMath, context_windows, segment_rule, segments_span
+from ..chunking import FrameMath, context_windows, frame_segments, segment_rule, segments_span
 from ..codes import Codes, as_numpy
 from ..errors import AudiotokError, CheckpointError, CodesError
 from ..models.family import licence_notice
@@ -227,7 +227,7 @@ class OnnxCodec(FrameMath):
         overlap-added (runtime/segments.py), each trimmed to its length."""
         length, stride = self.segments
         hop = self.samples_per_frame
-        spans = [segments_span(segments.layout(n, length, stride, hop), stride, hop)
+        spans = [segments_span(frame_segments(n, length, stride, hop), stride, hop)
                  for n in lengths.tolist()]
         out_len = np.asarray(spans) if num_samples is None else np.minimum(num_samples, spans)
         audio = np.zeros((tokens.shape[0], self.channels, int(out_len.max())), np.float32)

@@ -23,19 +23,11 @@ def encode(session, audio: np.ndarray, length: int, stride: int
     return np.concatenate(codes, -1), np.stack(scales, 1)
 
 
-def layout(frames: int, length: int, stride: int, hop: int) -> list[int]:
-    """Each segment's frames of an item of `frames` frames (CodesError if no input gives it)."""
-    out = frame_segments(frames, length, stride, hop)
-    if out is None:
-        raise CodesError(f"no input gives {frames} frames of segments of {length} samples")
-    return out
-
-
 def decode(session, codes: np.ndarray, scales: np.ndarray | None, length: int, stride: int,
            hop: int) -> np.ndarray:
     """Audio [B, C, span] of codes [B, K, T] (items of one length) and their scales [B, S]
     (None: not scaled)."""
-    frames = layout(codes.shape[-1], length, stride, hop)
+    frames = frame_segments(codes.shape[-1], length, stride, hop)
     if scales is not None and scales.shape[1] < len(frames):
         raise CodesError(f"{codes.shape[-1]} frames are {len(frames)} segments; the codes "
                          f"carry {scales.shape[1]} segment scales")

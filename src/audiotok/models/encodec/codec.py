@@ -9,7 +9,7 @@ import torch
 from ...audio import AudioItem
 from ...checkpoint import build_model
 from ...codec import Codec, Encoded, by_length, codebooks_setting
-from ...errors import AudiotokError, CodesError
+from ...errors import AudiotokError
 from . import FAMILY, segments
 from .config import EncodecConfig
 from .model import EncodecModel
@@ -151,13 +151,7 @@ class EncodecCodec(Codec):
         for n, group in by_length(lengths.tolist()):
             if n == 0:
                 continue
-            factors = None
-            if scales is not None:
-                need = len(segments.segment_frames(cfg, n))
-                if scales.shape[1] < need:
-                    raise CodesError(f"{n} frames are {need} segments; the codes carry "
-                                     f"{scales.shape[1]} segment scales")
-                factors = scales[group].to(tokens.device)
+            factors = None if scales is None else scales[group].to(tokens.device)
             audio = segments.decode(self.model, tokens[group][..., :n], factors)
             out[group, :, : audio.shape[-1]] = audio.to(out.dtype)
         return out

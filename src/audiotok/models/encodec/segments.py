@@ -41,10 +41,7 @@ def segment_frames(cfg: EncodecConfig, frames: int) -> list[int]:
     fixes where the last segments end; tests/models/encodec/test_48khz.py checks every length
     up to 2 s)."""
     length, stride, _ = layout(cfg)
-    out = chunking.frame_segments(frames, length, stride, cfg.hop_length)
-    if out is None:
-        raise CodesError(f"no input gives {frames} frames of {cfg.segment:g} s segments")
-    return out
+    return chunking.frame_segments(frames, length, stride, cfg.hop_length)
 
 
 def decoded_samples(cfg: EncodecConfig, frames: int) -> int:
@@ -73,8 +70,12 @@ def decode(model, codes: torch.Tensor, scales: torch.Tensor | None) -> torch.Ten
     """Audio [B, C, decoded_samples(T)] of codes [B, k, T] (items of one length) and their
     segments' scales [B, S] (None: not scaled, as the package decodes a segment without one)."""
     cfg = model.config
+    layout_ = segment_frames(cfg, codes.shape[-1])
+    if scales is not None and scales.shape[1] < len(layout_):
+        raise CodesError(f"{codes.shape[-1]} frames are {len(layout_)} segments; the codes "
+                         f"carry {scales.shape[1]} segment scales")
     pieces, start = [], 0
-    for s, frames in enumerate(segment_frames(cfg, codes.shape[-1])):
+    for s, frames in enumerate(layout_):
         pieces.append(decode_segment(model, codes[..., start : start + frames],
                                      None if scales is None else scales[:, s]))
         start += frames
