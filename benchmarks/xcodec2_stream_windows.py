@@ -68,7 +68,7 @@ def main() -> None:
 
         args.model = str(weights("xcodec2", args.workdir))
     codec = audiotok.load(args.model)
-    tokens = codec.encode(speech(args.seconds, codec.sample_rate)).tokens[0]
+    tokens = codec.encode(speech(args.seconds, codec.input_rate), codec.input_rate).tokens[0]
     frames = tokens.shape[1]
     offline = codec.decode(tokens[None])[0, 0].numpy()
     rows = []

@@ -116,7 +116,7 @@ def run(codec, seconds: list[float], batches: list[int], repeats: int = 3,
                   threads=torch.get_num_threads())
     for secs in seconds:
         for batch in batches:
-            audio = test_signal(secs, codec.sample_rate, batch)
+            audio = test_signal(secs, codec.input_rate, batch)
             x = torch.from_numpy(audio)[:, None]
             total = secs * batch
             with PeakMemory(codec.device) as mem:

@@ -50,19 +50,45 @@ def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
 
 class FrameMath:
     """`frame_rate` and `num_frames` from `sample_rate`, `samples_per_frame` and `frame_rule`:
-    shared by the torch codecs and the ONNX runtime's codec."""
+    shared by the torch codecs and the ONNX runtime's codec.
+
+    sample_rate and samples_per_frame are those of the audio a codec decodes to; the audio it
+    encodes has the same unless the codec sets `input_rate` (e.g. 16 kHz in and 24 kHz out:
+    320 input samples and 480 output samples a frame)."""
 
     sample_rate: int
     samples_per_frame: int
     frame_rule: str
+    _input_rate: int | None = None
+
+    @property
+    def input_rate(self) -> int:
+        """Rate of the audio encode() and stream encoders take."""
+        return self._input_rate or self.sample_rate
+
+    @input_rate.setter
+    def input_rate(self, rate: int) -> None:
+        self._input_rate = int(rate)
+
+    @property
+    def input_samples_per_frame(self) -> int:
+        return self.samples_per_frame * self.input_rate // self.sample_rate
 
     @property
     def frame_rate(self) -> float:
         return self.sample_rate / self.samples_per_frame
 
     def num_frames(self, num_samples: int) -> int:
-        """Code frames for `num_samples` samples at the codec's rate (its frame_rule)."""
-        return frames_for(self.frame_rule, num_samples, self.samples_per_frame)
+        """Code frames for `num_samples` input samples (at input_rate; its frame_rule)."""
+        return frames_for(self.frame_rule, num_samples, self.input_samples_per_frame)
+
+    def output_samples(self, num_samples: int) -> int:
+        """Samples at sample_rate that `num_samples` input samples last (the same number
+        unless the rates differ; then no more than their frames decode to)."""
+        if self.input_rate == self.sample_rate:
+            return num_samples
+        return min(-(-num_samples * self.sample_rate // self.input_rate),
+                   self.num_frames(num_samples) * self.samples_per_frame)
 
 
 def segment_rule(rule: str) -> tuple[int, int]:

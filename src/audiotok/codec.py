@@ -20,7 +20,7 @@ from ._version import __version__
 from .audio import AudioItem, to_items
 from .chunking import FrameMath
 from .codes import Codes
-from .errors import AudiotokError, CodesError
+from .errors import AudioError, AudiotokError, CodesError
 from .fileio import atomic_output
 from .models.family import licence_notice
 from .nn.cuda_graphs import GraphCache
@@ -70,6 +70,8 @@ class Codec(FrameMath):
     # CUDA graphs. See _encode_causal / _decode_causal.
     encode_chunk_frames: int | None = 32
     decode_chunk_frames: int | None = 32
+    # what the error for an input shorter than one frame (under a "floor" rule) suggests
+    short_input_hint: str = "pad it to at least one frame"
 
     def __init__(self, model: nn.Module, config, *, source: str = "", device=None,
                  dtype: torch.dtype = torch.float32, cuda_graphs: bool = False):
@@ -122,6 +124,8 @@ class Codec(FrameMath):
             "model": self.title,
             "source": self.source,
             "sample_rate": self.sample_rate,
+            **({"input_sample_rate": self.input_rate} if self.input_rate != self.sample_rate
+               else {}),
             "channels": self.channels,
             "samples_per_frame": self.samples_per_frame,
             "frame_rate": self.frame_rate,
@@ -157,11 +161,18 @@ class Codec(FrameMath):
 
         x: a path, bytes of an audio file, a numpy array or torch tensor ([N] mono or [C, N]
         channels-first for one item, [B, C, N] for a batch), or a list of single items of any
-        lengths and channel counts. Arrays are at `sample_rate` (default: the codec's rate);
+        lengths and channel counts. Arrays are at `sample_rate` (default: the codec's
+        input_rate);
         audio is downmixed (or, for a stereo codec, mono put on both channels) and resampled as
         needed.
         """
-        items = to_items(x, sample_rate, self.sample_rate, channels=self.channels)
+        items = to_items(x, sample_rate, self.input_rate, channels=self.channels)
+        for it in items:
+            if self.num_frames(n := it.samples.shape[-1]) < 1:  # a frame rule such as "floor"
+                raise AudioError(
+                    f"{n} samples is less than one {self.title} frame "
+                    f"({self.input_samples_per_frame} samples at {self.input_rate} Hz); "
+                    f"{self.short_input_hint}")
         with torch.inference_mode():
             tokens = self._encode_items(items)
         scales = None
@@ -177,7 +188,7 @@ class Codec(FrameMath):
         return Codes(
             tokens=batch, lengths=lengths, codec=self.name, sample_rate=self.sample_rate,
             samples_per_frame=self.samples_per_frame,
-            num_samples=torch.tensor([it.samples.shape[-1] for it in items]),
+            num_samples=torch.tensor([self.output_samples(it.samples.shape[-1]) for it in items]),
             meta={"codec_version": __version__, "model": self.title,
                   "source_sample_rate": [it.source_rate for it in items],
                   "source_num_samples": [it.source_samples for it in items]},
@@ -189,7 +200,7 @@ class Codec(FrameMath):
         with pads_per_layer, an item that is not whole frames runs alone, unpadded (its
         convolutions pad its last frame; zeros after it would change that frame)."""
         if self.pads_per_layer:
-            spf = self.samples_per_frame
+            spf = self.input_samples_per_frame
             whole = [i for i, it in enumerate(items) if it.samples.numel() % spf == 0]
             out: list[torch.Tensor | None] = [None] * len(items)
             if whole:
@@ -206,7 +217,7 @@ class Codec(FrameMath):
     def _encode_padded(self, items: list[AudioItem]) -> list[torch.Tensor]:
         """Tokens [K, T_i] per item of one zero-padded batch."""
         frames = [self.num_frames(it.samples.numel()) for it in items]
-        length = max(frames) * self.samples_per_frame
+        length = max(frames) * self.input_samples_per_frame
         audio = torch.zeros(len(items), 1, length, device=self.device)  # float32: the model casts
         for i, it in enumerate(items):
             audio[i, 0, : it.samples.numel()] = it.samples.to(self.device)
@@ -236,12 +247,13 @@ class Codec(FrameMath):
         stream's end: the streaming convolutions pad it as an offline pass would."""
         chunk = self.encode_chunk_frames
         if self.graphs is not None or chunk is None or \
-                audio.shape[-1] <= chunk * self.samples_per_frame:
+                audio.shape[-1] <= chunk * self.input_samples_per_frame:
             return self._run("encode", self.model.encode, audio)
         model = stream_copy(self.model)
         with streaming(model):
             return torch.cat([model.encode(piece)
-                              for piece in audio.split(chunk * self.samples_per_frame, -1)], -1)
+                              for piece in audio.split(chunk * self.input_samples_per_frame, -1)],
+                             -1)
 
     # -- decode ------------------------------------------------------------------------------
     def decode(self, codes, *, clamp: bool = False, frame_offsets=None) -> torch.Tensor:

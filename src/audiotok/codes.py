@@ -37,11 +37,12 @@ FORMAT_VERSION = 1
 class Codes:
     """tokens [B, K, T] int64; lengths [B] valid frames per item (the rest is padding, zeros).
 
-    num_samples [B] is the number of audio samples (at the codec's rate) each item was encoded
-    from, so decoding can return exactly that many; None when unknown. scales [B, S] float32:
-    what a codec that normalises its input's segments (EnCodec 48 kHz) scales each segment's
-    audio by on decoding (None for the others). The arrays are torch tensors, or numpy arrays
-    from the ONNX runtime; every codec decodes either kind.
+    num_samples [B] is the number of audio samples each item was encoded from, at sample_rate
+    (the rate the codec decodes to; for a codec whose input rate differs, the input's length
+    at that rate), so decoding can return exactly that many; None when unknown. scales [B, S]
+    float32: what a codec that normalises its input's segments (EnCodec 48 kHz) scales each
+    segment's audio by on decoding (None for the others). The arrays are torch tensors, or
+    numpy arrays from the ONNX runtime; every codec decodes either kind.
     """
 
     tokens: torch.Tensor | np.ndarray

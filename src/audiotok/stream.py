@@ -211,12 +211,12 @@ class StreamEncoder(_Stream):
         self.samples = 0
 
     def push(self, audio) -> torch.Tensor:
-        """Tokens [B, K, t] (t >= 0) for audio [B, n] at the codec's sample rate."""
+        """Tokens [B, K, t] (t >= 0) for audio [B, n] at the codec's input rate."""
         self._check_open()
         chunk = _audio_chunk(audio, self.batch_size)
         self.samples += chunk.shape[-1]
         self.pending = torch.cat([self.pending, chunk], dim=-1)
-        spf = self.codec.samples_per_frame
+        spf = self.codec.input_samples_per_frame
         whole = self.pending.shape[-1] // spf * spf
         ready, self.pending = self.pending[:, :whole], self.pending[:, whole:]
         return self._encode(ready)
@@ -227,7 +227,7 @@ class StreamEncoder(_Stream):
         (Codec.pads_per_layer), the samples as they are (the streaming convolutions pad the
         stream's end as an offline pass does)."""
         self._check_open()
-        spf = self.codec.samples_per_frame
+        spf = self.codec.input_samples_per_frame
         rest = self.pending
         self.pending = torch.zeros(self.batch_size, 0)
         if rest.shape[-1] == 0 or self.codec.pads_per_layer:
@@ -354,8 +354,8 @@ def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:
         return codec.encode(path)
     check_complete(info.extra_info, name)
     resampler = None
-    if info.samplerate != codec.sample_rate:
-        resampler = soxr.ResampleStream(info.samplerate, codec.sample_rate, 1, dtype="float32",
+    if info.samplerate != codec.input_rate:
+        resampler = soxr.ResampleStream(info.samplerate, codec.input_rate, 1, dtype="float32",
                                         quality="HQ")
     block = int(block_seconds * info.samplerate)
     tokens, produced, consumed = [], 0, 0
@@ -377,7 +377,8 @@ def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:
     all_tokens = torch.cat(tokens, -1)
     return Codes(tokens=all_tokens, lengths=torch.tensor([all_tokens.shape[-1]]),
                  codec=codec.name, sample_rate=codec.sample_rate,
-                 samples_per_frame=codec.samples_per_frame, num_samples=torch.tensor([produced]),
+                 samples_per_frame=codec.samples_per_frame,
+                 num_samples=torch.tensor([codec.output_samples(produced)]),
                  meta={"codec_version": __version__, "model": codec.title,
                        "source_sample_rate": [info.samplerate],
                        "source_num_samples": [consumed]})

@@ -201,3 +201,34 @@ def test_tokenize_llm_column(tmp_path, fish_tok, llasa_tok):
     assert p.returncode == 101
     assert "<|semantic:i|> ids of the semantic codebook) reads its ids from the language " \
         "model's tokenizer" in p.stderr
+
+
+def test_neutts(tmp_path):
+    """NeuTTS (neutts 1.4.1): `<|speech_i|>` tokens between the speech generation markers."""
+    from audiotok.models.neucodec.llm import NeuTTSIds
+
+    path = tmp_path / "tokenizer.json"
+    tok = tokenizer(path, LLASA_SPECIALS, [f"<|speech_{i}|>" for i in range(65536)])
+    scheme = scheme_for("neutts", (65536,), path)
+    assert isinstance(scheme, NeuTTSIds)
+    assert scheme.begin == tok.token_to_id("<|speech_0|>") == len(WORDS) + 8
+    tokens = np.array([[0, 65535, 1234, 7]])
+    ids = scheme.to_ids(tokens)
+    begin = scheme.begin
+    assert ids.tolist() == [tok.token_to_id("<|SPEECH_GENERATION_START|>"), begin,
+                            begin + 65535, begin + 1234, begin + 7,
+                            tok.token_to_id("<|SPEECH_GENERATION_END|>")]
+    text = scheme.to_text(tokens)
+    assert text == ("<|SPEECH_GENERATION_START|><|speech_0|><|speech_65535|><|speech_1234|>"
+                    "<|speech_7|><|SPEECH_GENERATION_END|>")
+    assert tok.encode(text).ids == ids.tolist()
+    assert np.array_equal(scheme.from_ids(ids), tokens)
+    assert np.array_equal(scheme.from_ids(ids[:-1]), tokens)  # generation cut before its end
+    assert np.array_equal(scheme.from_text(text), tokens)
+    assert scheme.describe()["speech_begin_id"] == begin
+    with pytest.raises(TokenIdError, match="id 3 at position 1 is not a <\\|speech_i\\|> token"):
+        scheme.from_ids(np.array([scheme.start, ids[1], 3, scheme.stop]))
+    with pytest.raises(TokenIdError, match="'<\\|s_3\\|>' is not a <\\|speech_i\\|> token"):
+        scheme.from_text("<|speech_1|><|s_3|>")
+    with pytest.raises(TokenIdError, match="for one codebook"):
+        scheme_for("neutts", (4, 4), path)

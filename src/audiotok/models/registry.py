@@ -17,6 +17,7 @@ FOLDERS = (
     "dac",
     "encodec",
     "qwen3_tts",
+    "neucodec",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

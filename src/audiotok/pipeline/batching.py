@@ -130,7 +130,7 @@ def encode_decoded(codec, decoded: list[Decoded], batch_seconds: float
     rows: list[Row] = []
     failures: list[Failure] = []
     lengths = [d.samples.size for d in decoded]
-    max_samples = max(1, int(batch_seconds * codec.sample_rate))
+    max_samples = max(1, int(batch_seconds * codec.input_rate))
     for batch in buckets(lengths, max_samples):
         r, f = encode_batch(codec, [decoded[i] for i in batch])
         rows += r

@@ -29,7 +29,7 @@ def run_local(job) -> None:
     """Tokenize every pending shard of `job` (see run.Job)."""
     pending = job.pending()
     items = [it for _, shard in pending for it in shard]
-    gather = LOOKAHEAD_BATCHES * job.batch_seconds * job.codec.sample_rate
+    gather = LOOKAHEAD_BATCHES * job.batch_seconds * job.codec.input_rate
     with decoded(items, job.read, job.workers) as stream, ShardWriter(job.out) as writer:
         for index, shard in pending:
             result = ShardResult(index)

@@ -162,7 +162,7 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
     out_dir = OutputDir(out, _header(codec, spec, src, settings), overwrite=overwrite)
     out_dir.llm = llm
     try:
-        read = ReadSettings(codec.sample_rate, float(min_seconds),
+        read = ReadSettings(codec.input_rate, float(min_seconds),
                             src.location if src.kind == "dataset" else None, src.audio_column)
         job = Job(codec, spec, src, out_dir, read, float(batch_seconds), shard_items, workers)
         done_before = sum(len(shard) for i, shard in job.shards() if out_dir.done(i))

@@ -132,19 +132,19 @@ class CausalEncode(_Slotted):
         if n > 0:
             return s.take(min(n, limit))
         tail = s.take_rest()  # finishing: the last partial frame, zero-padded
-        return np.pad(tail, (0, self.codec.samples_per_frame - tail.shape[0]))
+        return np.pad(tail, (0, self.codec.input_samples_per_frame - tail.shape[0]))
 
     def _silence(self, frames: int) -> np.ndarray:
-        return np.zeros(frames * self.codec.samples_per_frame, np.float32)
+        return np.zeros(frames * self.codec.input_samples_per_frame, np.float32)
 
     def _call(self, model, audio: torch.Tensor) -> torch.Tensor:
         return model.encode(audio)
 
     def _steps_of(self, audio: torch.Tensor) -> int:
-        return audio.shape[-1] // self.codec.samples_per_frame
+        return audio.shape[-1] // self.codec.input_samples_per_frame
 
     def run(self, streams: list[EncodeStream], work: list[np.ndarray]) -> list[np.ndarray]:
-        spf = self.codec.samples_per_frame
+        spf = self.codec.input_samples_per_frame
         frames = [w.shape[0] // spf for w in work]
         total = max(frames)
         audio = torch.zeros(len(work), 1, total * spf)
@@ -378,10 +378,10 @@ class StatefulEncode(_Stateful):
 
 def run_offline(codec, kind: str, payloads: list) -> list[np.ndarray]:
     """One padded batch of whole requests (per-item results equal one-at-a-time calls).
-    encode: audio float32 [n] at the codec's rate -> tokens int64 [K, T];
+    encode: audio float32 [n] at the codec's input rate -> tokens int64 [K, T];
     decode: (tokens [K, T], num_samples or None) -> audio float32 [N]."""
     if kind == "encode":
-        codes = codec.encode([torch.from_numpy(a) for a in payloads], codec.sample_rate)
+        codes = codec.encode([torch.from_numpy(a) for a in payloads], codec.input_rate)
         tokens = codes.tokens.numpy()
         return [tokens[i, :, :n] for i, n in enumerate(codes.lengths.tolist())]
     lengths = [t.shape[1] for t, _ in payloads]

@@ -237,12 +237,12 @@ class Engine:
 
     # -- offline requests ----------------------------------------------------------------------
     def encode(self, model: str, audio) -> Future:
-        """Future of tokens int64 [K, T] for mono float audio [n] at the codec's rate."""
+        """Future of tokens int64 [K, T] for mono float audio [n] at the codec's input rate."""
         served = self._served(model)
         x = check_audio_chunk(audio)
         if x.size == 0:
             raise AudioError("empty audio")
-        seconds = x.size / served.codec.sample_rate
+        seconds = x.size / served.codec.input_rate
         return self._submit(served, "encode", x, seconds)
 
     def decode(self, model: str, tokens, *, num_samples: int | None = None,

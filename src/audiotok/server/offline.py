@@ -47,12 +47,12 @@ def add_offline_routes(app, state) -> None:
         body = await _read_body(request, state.settings.max_body_bytes)
         if not body:
             raise HTTPError(400, "empty body: send an audio file, or raw PCM with ?pcm=")
-        item = await asyncio.to_thread(_audio_item, body, q, codec.sample_rate)
-        seconds = item.samples.numel() / codec.sample_rate
+        item = await asyncio.to_thread(_audio_item, body, q, codec.input_rate)
+        seconds = item.samples.numel() / codec.input_rate
         start = time.perf_counter()
         tokens = await _engine_call(engine.aencode(name, item.samples.numpy()))
         elapsed = time.perf_counter() - start
-        n_samples = item.samples.numel()
+        n_samples = codec.output_samples(item.samples.numel())  # what it decodes to
         headers = {"X-Frames": str(tokens.shape[1]), "X-Num-Samples": str(n_samples),
                    "X-Sample-Rate": str(codec.sample_rate),
                    "X-Encode-Seconds": f"{elapsed:.4f}"}

@@ -194,7 +194,7 @@ class Stream:
         if self.state != "open":
             raise StreamClosed(f"stream {self.id} is {self.state}; no more input")
         s = self.engine.settings
-        rate = self.codec.frame_rate if self.unit == "frame" else self.codec.sample_rate
+        rate = self.codec.frame_rate if self.unit == "frame" else self.codec.input_rate
         backlog = (self.held + units) / rate
         unread = self.outbox.queued_samples / (self.codec.sample_rate if self.kind != "encode"
                                                 else self.codec.frame_rate)
@@ -294,16 +294,16 @@ class EncodeStream(Stream):
         self.last_step = False  # a stateful stream's last step has been gathered
 
     def push(self, audio) -> None:
-        """Queue mono float audio [n] at the codec's sample rate."""
+        """Queue mono float audio [n] at the codec's input rate."""
         x = check_audio_chunk(audio)
         self.engine._push(self, x, x.shape[0])
 
     def frames_ready(self) -> int:
-        return self.held // self.codec.samples_per_frame
+        return self.held // self.codec.input_samples_per_frame
 
     def take(self, n: int) -> np.ndarray:
         """Pop the samples of the next n frames (engine lock held)."""
-        need = n * self.codec.samples_per_frame
+        need = n * self.codec.input_samples_per_frame
         out, got = [], 0
         while got < need:
             head = self.pending[0]

@@ -146,6 +146,8 @@ def _open(state, kind: str, start: dict):
     sample_format = check_sample_format(str(start.get("sample_format", "s16le")))
     facts = {"type": "ready", "model": name, "sample_rate": codec.sample_rate,
              "samples_per_frame": codec.samples_per_frame,
+             **({"encode_sample_rate": codec.input_rate} if codec.input_rate != codec.sample_rate
+                else {}),
              "num_codebooks": codec.num_codebooks, "codebook_sizes": list(codec.codebook_sizes),
              "sample_format": sample_format}
     if kind == "decode":
@@ -175,7 +177,7 @@ def _open(state, kind: str, start: dict):
             facts["ids"] = ids.scheme.describe()
         return stream, facts, read_input, write_output, (
             dict if ids is None else lambda: {"dropped_ids": ids.dropped})
-    rate = start.get("sample_rate", codec.sample_rate)
+    rate = start.get("sample_rate", codec.input_rate)
     if not isinstance(rate, int) or not 1000 <= rate <= 384000:
         raise Close(1007, f"sample_rate must be an integer in 1000..384000, got {rate!r}")
     token_format = start.get("token_format", "json")
@@ -183,10 +185,10 @@ def _open(state, kind: str, start: dict):
         raise Close(1007, f"token_format must be json or binary, got {token_format!r}")
     stream = engine.open_encode_stream(name)
     resampler = None
-    if rate != codec.sample_rate:
+    if rate != codec.input_rate:
         import soxr
 
-        resampler = soxr.ResampleStream(rate, codec.sample_rate, 1, dtype="float32",
+        resampler = soxr.ResampleStream(rate, codec.input_rate, 1, dtype="float32",
                                         quality="HQ")
 
     def read_input(data):

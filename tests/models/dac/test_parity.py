@@ -61,7 +61,7 @@ def test_layer_padding_equals_transformers(dac_refs, name):
         audio = codec.decode(codes.tokens)[:, 0]
         assert audio.shape == want_audio.shape
         assert (audio - want_audio).abs().max() <= 1e-5
-    with pytest.raises(AudioError, match="less than one DAC frame"):
+    with pytest.raises(AudioError, match=r"less than one Descript Audio Codec \(DAC\) frame"):
         codec.encode(np.zeros(hop // 2 - 1, np.float32))
 
 

@@ -9,7 +9,7 @@ import torch
 from ...audio import AudioItem
 from ...checkpoint import build_model
 from ...codec import Codec, codebooks_setting
-from ...errors import AudioError, AudiotokError
+from ...errors import AudiotokError
 from . import FAMILY
 from .config import DacConfig
 from .model import DacModel, DecoderBlock
@@ -49,6 +49,7 @@ class DacCodec(Codec):
         self.num_codebooks = codebooks
         self.codebook_sizes = (cfg.codebook_size,) * codebooks
         if padding == "layer":
+            self.short_input_hint = "use padding='frame', which pads it to a whole frame"
             self.frame_rule = "floor"  # exactly so with even strides; num_frames counts
 
     @classmethod
@@ -104,11 +105,6 @@ class DacCodec(Codec):
         on its own (padding more than its own would change a non-causal item's codes)."""
         spf = self.samples_per_frame
         sizes = [it.samples.numel() for it in items]
-        for n in sizes:
-            if self.num_frames(n) < 1:
-                raise AudioError(f"{n} samples is less than one DAC frame with padding="
-                                 f"'layer' ({spf} samples at {self.sample_rate} Hz); use "
-                                 "padding='frame', which pads it to a whole frame")
         return self._encode_by_length(items, [self.num_frames(n) * spf if self.padding == "frame"
                                               else n for n in sizes])
 

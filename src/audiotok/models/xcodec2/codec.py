@@ -33,8 +33,9 @@ class XCodec2Codec(Codec):
     def __init__(self, model: XCodec2Model, **kw):
         super().__init__(model, model.config, **kw)
         config = model.config
-        self.sample_rate = config.sampling_rate
-        self.samples_per_frame = config.hop_length
+        self.sample_rate = config.output_sampling_rate
+        self.samples_per_frame = config.decoder_hop
+        self.input_rate = config.sampling_rate
         self.num_codebooks = 1
         self.codebook_sizes = (config.codebook_size,)
 
@@ -67,24 +68,25 @@ class XCodec2Codec(Codec):
         return out
 
     def _padded(self, items: list[AudioItem]) -> tuple[torch.Tensor, list[int]]:
-        """Zero-padded audio [B, 1, max P] and frames per item."""
-        frames = [self.num_frames(it.samples.numel()) for it in items]
-        hop = self.samples_per_frame
-        audio = torch.zeros(len(items), 1, max(frames) * hop, device=self.device)  # float32
+        """Audio [B, 1, max P], each item padded with 1..hop zeros to P samples, as trained;
+        and the frames of each item."""
+        hop = self.input_samples_per_frame
+        padded = [(it.samples.numel() // hop + 1) * hop for it in items]
+        audio = torch.zeros(len(items), 1, max(padded), device=self.device)  # float32
         for i, it in enumerate(items):
             audio[i, 0, : it.samples.numel()] = it.samples.to(self.device)
-        return audio, frames
+        return audio, padded
 
     def _encode_batch(self, items: list[AudioItem]) -> list[torch.Tensor]:
-        audio, frames = self._padded(items)
-        hop = self.samples_per_frame
+        audio, padded = self._padded(items)
+        frames = [self.num_frames(it.samples.numel()) for it in items]
         model = self.model
-        if len(set(frames)) == 1:
+        if len(set(padded)) == 1:
             features, _ = model.features(audio)  # outside CUDA graphs: it syncs with the host
             indices = self._run("encode", lambda a, f: model.encode(a, features=f), audio,
                                 features)
         else:
-            lengths = torch.tensor(frames, device=self.device) * hop
+            lengths = torch.tensor(padded, device=self.device)
             features, mask = model.features(audio, lengths)
             indices = self._run("encode_padded",
                                 lambda a, n, f, m: model.encode(a, n, features=f, mask=m),
@@ -96,7 +98,7 @@ class XCodec2Codec(Codec):
         """Windows of one long item; the semantic features are those of the whole signal."""
         audio, _ = self._padded([item])
         features, _ = self.model.features(audio)
-        hop = self.samples_per_frame
+        hop = self.input_samples_per_frame
         pieces = [self.model.encode(audio[..., a * hop : b * hop], features=features[:, a:b])
                   [:, keep].cpu() for a, b, keep in self._windows(frames)]
         return torch.cat(pieces, -1)

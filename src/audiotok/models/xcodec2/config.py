@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields
+from typing import ClassVar
 
 from ...errors import ConfigError
 
@@ -26,6 +27,9 @@ class SemanticConfig:
 
 @dataclass(frozen=True)
 class XCodec2Config:
+    codec: ClassVar[str] = "xcodec2"  # the family's name, also transformers' model_type
+    title: ClassVar[str] = "X-Codec2"
+
     sampling_rate: int = 16000
     encoder_hidden_size: int = 48
     downsampling_ratios: tuple[int, ...] = (2, 2, 4, 4, 5)
@@ -39,6 +43,11 @@ class XCodec2Config:
     quantization_dim: int = 2048
     quantization_levels: tuple[int, ...] = (4,) * 8
     semantic: SemanticConfig = field(default_factory=SemanticConfig)
+    # The decoder's rate (NeuCodec: 24 kHz from the same 50 frames/s) and whether the semantic
+    # features are framed with hop / 2 zeros on both sides (X-Codec2) or none (NeuCodec: one
+    # frame fewer, each 160 samples later).
+    output_sampling_rate: int = 16000
+    semantic_centre: bool = True
 
     def __post_init__(self):
         if self.quantization_dim != self.hidden_size + self.semantic.hidden_size:
@@ -58,8 +67,13 @@ class XCodec2Config:
         return math.prod(self.downsampling_ratios)
 
     @property
+    def decoder_hop(self) -> int:
+        """Output samples per frame at output_sampling_rate."""
+        return self.hop_length * self.output_sampling_rate // self.sampling_rate
+
+    @property
     def n_fft(self) -> int:
-        return 4 * self.hop_length
+        return 4 * self.decoder_hop
 
     @property
     def codebook_size(self) -> int:
@@ -68,7 +82,7 @@ class XCodec2Config:
     def to_dict(self) -> dict:
         """transformers-style dictionary (readable by `from_dict` and by `Xcodec2Config`)."""
         d = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()
-             if k not in ("semantic", "rope_theta")}
+             if k not in ("semantic", "rope_theta", "output_sampling_rate", "semantic_centre")}
         d["num_key_value_heads"] = self.num_attention_heads
         d["rope_parameters"] = {"rope_theta": self.rope_theta, "rope_type": "default"}
         d["semantic_model_config"] = {**asdict(self.semantic), "model_type": "wav2vec2-bert",

@@ -88,15 +88,16 @@ def _power(frames: torch.Tensor) -> torch.Tensor:
     return real.float().double().pow(2) + imag.float().double().pow(2)
 
 
-def semantic_features(audio: torch.Tensor, lengths: torch.Tensor, hop: int, sample_rate: int
-                      ) -> tuple[torch.Tensor, torch.Tensor]:
+def semantic_features(audio: torch.Tensor, lengths: torch.Tensor, hop: int, sample_rate: int,
+                      centre: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """(features [B, T, 160] float32, valid mask [B, T] bool) for audio [B, P_max] whose item b
     has lengths[b] valid samples (a multiple of `hop`); T = P / hop frames per item.
 
-    Each item is framed with hop // 2 zeros on both sides and normalised over its own frames;
-    frames past an item's end hold PAD_VALUE.
+    Each item is framed with hop // 2 zeros on both sides (centre=False: none, so T = P / hop
+    - 1, each frame hop / 2 samples later) and normalised over its own frames; frames past an
+    item's end hold PAD_VALUE.
     """
-    half = hop // 2
+    half = hop // 2 if centre else 0
     b, p_max = audio.shape
     inside = time_mask(lengths.to(audio.device), p_max)
     padded = F.pad(torch.where(inside, audio, torch.zeros_like(audio)), (half, half))

@@ -18,6 +18,7 @@ class LlasaIds:
     summary = "Llasa: <|s_i|> ids framed by the speech start/end markers"
     TEMPLATE = "<|s_{}|>"
     PATTERN = re.compile(r"<\|s_(\d+)\|>")
+    WHAT = "an <|s_i|> token"
     START, END = "<|SPEECH_GENERATION_START|>", "<|SPEECH_GENERATION_END|>"
 
     def __init__(self, s_begin_id: int, start_id: int, end_id: int, codebook_size: int = 65536):
@@ -33,7 +34,7 @@ class LlasaIds:
     @classmethod
     def for_codec(cls, tokenizer, codebook_sizes: Sequence[int]) -> LlasaIds:
         if len(codebook_sizes) != 1:
-            raise TokenIdError(f"the llasa scheme is for one codebook (X-Codec2), not "
+            raise TokenIdError(f"the {cls.name} scheme is for one codebook, not "
                                f"{len(codebook_sizes)}")
         return cls.from_tokenizer(tokenizer, codebook_sizes[0])
 
@@ -60,7 +61,7 @@ class LlasaIds:
             a = a[1:]
         if a.size and a[-1] == self.stop:
             a = a[:-1]
-        outside(a, self.begin, self.begin + self.size, "an <|s_i|> token")
+        outside(a, self.begin, self.begin + self.size, self.WHAT)
         return (a - self.begin)[None]
 
     def to_text(self, tokens, markers: bool = True) -> str:
@@ -72,7 +73,7 @@ class LlasaIds:
         text = text.strip()
         text = text.removeprefix(self.START).removesuffix(self.END)
         codes = [int(self.PATTERN.fullmatch(t).group(1))
-                 for t in parse_text(text, self.PATTERN, "an <|s_i|> token")]
+                 for t in parse_text(text, self.PATTERN, self.WHAT)]
         a = np.asarray(codes, dtype=np.int64)
         outside(a, 0, self.size, "a speech code")
         return a[None]

@@ -230,7 +230,7 @@ class DecoderLayer(nn.Module):
 
 
 class Decoder(nn.Module):
-    """Latents [B, T, quantization_dim] -> audio [B, 1, hop * T]."""
+    """Latents [B, T, quantization_dim] -> audio [B, 1, decoder_hop * T]."""
 
     def __init__(self, cfg: XCodec2Config):
         super().__init__()
@@ -242,7 +242,7 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
         self.post_net = nn.ModuleList([ResNetBlock(dim), ResNetBlock(dim)])
         self.norm = nn.LayerNorm(dim, eps=1e-6)
-        self.head = ISTFTHead(dim, cfg.n_fft, cfg.hop_length)
+        self.head = ISTFTHead(dim, cfg.n_fft, cfg.decoder_hop)
 
     def rope(self, device, dtype) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin [1, heads, 1, head_dim] for positions 0..heads-1 (rotate-half layout)."""
@@ -287,12 +287,14 @@ class XCodec2Model(nn.Module):
         cfg = self.config
         full = torch.full((audio.shape[0],), audio.shape[-1], device=audio.device)
         return semantic_features(audio[:, 0], full if lengths is None else lengths,
-                                 cfg.hop_length, cfg.sampling_rate)
+                                 cfg.hop_length, cfg.sampling_rate, cfg.semantic_centre)
 
     def encode(self, audio: torch.Tensor, lengths: torch.Tensor | None = None,
                features: torch.Tensor | None = None, mask: torch.Tensor | None = None
                ) -> torch.Tensor:
-        """Indices [B, T] for audio [B, 1, P] padded as the codec wants (P multiple of hop).
+        """Indices [B, T] for audio [B, 1, P] padded as the codec wants (P multiple of hop):
+        T = P / hop, or one frame fewer without semantic_centre (the semantic features then
+        end a frame early and the last acoustic frame is dropped, as NeuCodec does).
         `lengths`: padded samples per item (multiples of hop) when items differ in length.
         `features`, `mask`: this audio's semantic features and, with lengths, their valid-frame
         mask, computed beforehand (a window of a longer signal uses the slice of the whole
@@ -301,15 +303,19 @@ class XCodec2Model(nn.Module):
         if features is None:
             features, mask = self.features(audio, lengths)
         frames = None if lengths is None else lengths // hop
+        if frames is not None and not self.config.semantic_centre:
+            frames = frames - 1
         semantic = self.semantic_encoder(features.to(param_dtype(self.semantic_encoder)),
                                          None if lengths is None else mask)
         semantic = self.semantic_adapter(semantic.transpose(1, 2), frames)
         acoustic = self.acoustic_encoder(audio, lengths)
+        t = min(semantic.shape[-1], acoustic.shape[-1])
+        semantic, acoustic = semantic[..., :t], acoustic[..., :t]
         fused = self.fc_encoder(torch.cat([semantic, acoustic], dim=1).transpose(1, 2))
         return self.quantizer.encode(fused)
 
     def decode(self, indices: torch.Tensor, frames: torch.Tensor | None = None) -> torch.Tensor:
-        """Audio [B, 1, hop * T] for indices [B, T]; `frames`: valid frames per item."""
+        """Audio [B, 1, decoder_hop * T] for indices [B, T]; `frames`: valid frames per item."""
         return self.acoustic_decoder(self.quantizer.decode(indices), frames)
 
     def float32_islands(self) -> list[nn.Module]:

@@ -20,7 +20,7 @@ from safetensors import safe_open
 
 from ...checkpoint import fold_weight_norm, read_json
 from ...errors import CheckpointError, ConfigError
-from . import FAMILY, layout_of
+from . import layout_of
 from .config import XCODEC2, SemanticConfig, XCodec2Config
 
 SEMANTIC_LAYERS_USED = 16  # the original takes hidden_states[16]
@@ -70,8 +70,11 @@ def checkpoint_file(path: Path) -> Path:
     return path
 
 
-def load_checkpoint(path: Path, config: XCodec2Config | None = None
-                    ) -> tuple[dict[str, torch.Tensor], XCodec2Config]:
+def load_checkpoint(path: Path, config: XCodec2Config | None = None,
+                    base: XCodec2Config = XCODEC2) -> tuple[dict[str, torch.Tensor], XCodec2Config]:
+    """`base`: the released configuration of the codec being loaded (X-Codec2's, or NeuCodec's
+    from models/neucodec): its class reads config.json, and it fills in what tensor shapes of
+    an original-layout file do not tell."""
     path = checkpoint_file(path)
     if path.suffix != ".safetensors":
         raise CheckpointError(f"{path}: not an X-Codec2 checkpoint (expected model.safetensors; "
@@ -89,14 +92,14 @@ def load_checkpoint(path: Path, config: XCodec2Config | None = None
                     if any(k.startswith(("encoder.block.", "quantizer.")) for k in keys) else "")
             raise CheckpointError(f"{path}: not an X-Codec2 checkpoint{hint}")
         if config is None:
-            config = sibling_config(path, layout)
+            config = sibling_config(path, layout, base)
         if config is None:
             if layout == "hf":
                 raise CheckpointError(f"{path}: transformers-layout weights need the config.json "
                                       "that comes with them")
-            config = infer_original_config(f, keys, path)
-        used = config.semantic.num_hidden_layers
-        wanted = [k for k in keys if not _IGNORED.search(k) and not _unused_layer(k, used)]
+            config = infer_original_config({k: f.get_slice(k).get_shape() for k in keys}, path,
+                                           base)
+        wanted = [k for k in keys if is_used(k, config)]
         try:
             sd = {k: f.get_tensor(k) for k in wanted}
         except Exception as e:
@@ -107,43 +110,49 @@ def load_checkpoint(path: Path, config: XCodec2Config | None = None
     return sd, config
 
 
-def _unused_layer(key: str, used: int) -> bool:
+def is_used(key: str, config: XCodec2Config) -> bool:
+    """Whether the model reads this tensor (not a recomputed buffer, a training-only tensor or
+    a semantic layer past the one whose output is used)."""
     m = _SEMANTIC_LAYER.match(key)
-    return bool(m) and int(m[1]) >= used
+    return not _IGNORED.search(key) and \
+        not (m and int(m[1]) >= config.semantic.num_hidden_layers)
 
 
-def sibling_config(path: Path, layout: str) -> XCodec2Config | None:
+def sibling_config(path: Path, layout: str, base: XCodec2Config = XCODEC2
+                   ) -> XCodec2Config | None:
     p = path.parent / "config.json"
     d = read_json(p)
     if d is None:
         return None
-    if d.get("codec", FAMILY.name) != FAMILY.name:
-        raise ConfigError(f"{p}: config of codec {d.get('codec')!r}, not of X-Codec2")
-    if layout == "hf" or d.get("model_type") == "xcodec2" and "semantic_model_config" in d:
-        return XCodec2Config.from_dict(d)
+    kind = type(base)
+    if d.get("codec", kind.codec) != kind.codec:
+        raise ConfigError(f"{p}: config of codec {d.get('codec')!r}, not of {kind.title}")
+    if layout == "hf" or d.get("model_type") == kind.codec and "semantic_model_config" in d:
+        return kind.from_dict(d)
     return None  # the original repository's config carries no sizes; read them from shapes
 
 
-def infer_original_config(f, keys: list[str], path: Path, base: XCodec2Config = XCODEC2
-                          ) -> XCodec2Config:
-    """Sizes of an original-layout file from its tensor shapes. What shapes cannot tell (decoder
-    heads, relative-position window split) comes from a descriptive config.json beside the file
-    when it has them, else from the released model's values."""
+def infer_original_config(shapes: dict[str, list[int]], path: Path,
+                          base: XCodec2Config = XCODEC2) -> XCodec2Config:
+    """Sizes of an original-layout file from its tensor shapes (name -> shape). What shapes
+    cannot tell (decoder heads, relative-position window split) comes from a descriptive
+    config.json beside the file when it has them, else from the released model's values."""
     extra = _original_extra(path)
+    title = type(base).title
 
     def shape(key: str) -> list[int]:
         for k in (key, key + "_v", key.replace(".weight", ".parametrizations.weight.original1")):
-            if k in key_set:
-                return list(f.get_slice(k).get_shape())
-        raise CheckpointError(f"{path}: original-layout X-Codec2 checkpoint without {key}")
+            if k in shapes:
+                return list(shapes[k])
+        raise CheckpointError(f"{path}: original-layout {title} checkpoint without {key}")
 
-    key_set = set(keys)
+    keys = list(shapes)
     n_blocks = _count_indices(keys, re.compile(r"CodecEnc\.conv_blocks\.(\d+)\.block\.4\."))
     n_layers = _count_indices(keys, re.compile(r"generator\.backbone\.transformers\.(\d+)\."))
     n_semantic = _count_indices(keys, _SEMANTIC_LAYER)
     used = extra.get("semantic_layers", SEMANTIC_LAYERS_USED)
     if n_semantic < used:
-        raise CheckpointError(f"{path}: the semantic model has {n_semantic} layers; X-Codec2 uses "
+        raise CheckpointError(f"{path}: the semantic model has {n_semantic} layers; {title} uses "
                               f"the output of layer {used}")
     hidden = shape("CodecEnc.conv_final_block.1.weight")[0]
     sem_hidden = shape("semantic_model.feature_projection.projection.weight")[0]
@@ -152,7 +161,7 @@ def infer_original_config(f, keys: list[str], path: Path, base: XCodec2Config = 
     left = base.semantic.left_max_position_embeddings
     heads = extra.get("decoder_heads", base.num_attention_heads)
     try:
-        return XCodec2Config(
+        return type(base)(
             encoder_hidden_size=shape("CodecEnc.conv_blocks.0.weight")[0],
             downsampling_ratios=tuple(shape(f"CodecEnc.conv_blocks.{i}.block.4.weight")[2] // 2
                                       for i in range(1, n_blocks + 1)),
@@ -178,7 +187,7 @@ def infer_original_config(f, keys: list[str], path: Path, base: XCodec2Config = 
             ),
         )
     except ConfigError as e:
-        raise CheckpointError(f"{path}: inconsistent X-Codec2 checkpoint ({e})") from None
+        raise CheckpointError(f"{path}: inconsistent {title} checkpoint ({e})") from None
 
 
 def _count_indices(keys: list[str], pattern: re.Pattern) -> int:

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The reference packages the parity tests compare against, into the active environment (run
+# after `pip install -e '.[test]'`). Each goes in without its dependencies: their metadata pins
+# old torch versions or torchaudio, which the tests stand in for (tests/models/dac/stand_ins).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+pip install -q --no-deps moshi==0.2.13  # the Mimi oracle; its metadata pins torch<2.10
+pip install -q --no-deps descript-audio-codec==1.0.0  # DAC's (needs torchaudio, audiotools)
+pip install -q --no-deps encodec==0.1.1  # EnCodec's (imports torchaudio)
+# the Qwen3-TTS tokenizer's oracle: qwen-tts with the transformers it pins (4.57.3), in a folder
+# of its own that only its reference runs put on their path (the suite's transformers is newer)
+pip install -q --no-deps --target .refs/qwen-tts qwen-tts==0.1.1 transformers==4.57.3 \
+    huggingface_hub==0.36.0 tokenizers==0.22.1
+# the NeuCodec oracle: neucodec with the packages it imports (torchtune imports omegaconf,
+# tiktoken and frozendict), in a folder the NeuCodec tests append to their path
+pip install -q --no-deps --target .refs/neucodec neucodec==0.0.6 vector-quantize-pytorch==1.17.8 \
+    local-attention==1.11.2 torchtune==0.6.1 torchao==0.14.1 einx==0.4.3 \
+    hyper-connections==0.4.11 omegaconf==2.4.0 tiktoken==0.14.0 frozendict==2.5.1
