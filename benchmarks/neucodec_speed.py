@@ -2,8 +2,10 @@
 (0.0.6, from .refs/neucodec: see .ci/run) and transformers' NeuCodecModel, the same random
 weights, interleaved in one run; the median time of each, the real-time factor and the extra
 resident memory of the call; the codes checked equal and the largest decode difference.
+--distill: DistillNeuCodec against the package (transformers has no DistillNeuCodec).
 
     python benchmarks/neucodec_speed.py --threads 2 --durations 10,60
+    python benchmarks/neucodec_speed.py --threads 2 --durations 10,60 --distill
 
 transformers' own feature extractor computes its fbank with torchaudio, which does not run
 with this torch; its encode is timed with audiotok's features (computed inside the timed call),
@@ -31,14 +33,19 @@ def main() -> None:
     p.add_argument("--whole", action="store_true",
                    help="audiotok encodes inputs over 30 s whole, as the references do (default: "
                         "in windows with 3 s of context, codec.window_frames)")
+    p.add_argument("--distill", action="store_true", help="DistillNeuCodec")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    ref = reference.package_model(reference.FULL)
-    path = args.workdir / "neucodec_full" / "pytorch_model.bin"
+    if args.distill:
+        ref = reference.distill_package_model(reference.DISTILL_FULL)
+        path = args.workdir / "distill_neucodec_full" / "pytorch_model.bin"
+    else:
+        ref = reference.package_model(reference.FULL)
+        path = args.workdir / "neucodec_full" / "pytorch_model.bin"
     if not path.exists():
         reference.save_package(ref, path.parent)
     ours = audiotok.load(path)
-    hf = reference.hf_model(ours)
+    hf = None if args.distill else reference.hf_model(ours)
     if args.whole:
         ours.window_frames = None
 
@@ -54,9 +61,10 @@ def main() -> None:
         impls = {
             "audiotok": (lambda x=x: ours.encode(x[0, 0], 16000).tokens, ours.decode),
             "neucodec 0.0.6": (lambda x=x: ref.encode_code(x), ref.decode_code),
-            "transformers": (lambda x=x: hf_encode(x),
-                             lambda c: hf.decode(audio_codes=c).audio_values),
         }
+        if hf is not None:
+            impls["transformers"] = (lambda x=x: hf_encode(x),
+                                     lambda c: hf.decode(audio_codes=c).audio_values)
         with torch.inference_mode():
             times, memory, codes = encode_decode_rounds(impls, args.repeats)
             same = all(torch.equal(codes["audiotok"], c) for c in codes.values())
@@ -64,7 +72,7 @@ def main() -> None:
             ours_audio = ours.decode(codes["audiotok"])
             diff = max(float((ours_audio - dec(codes["audiotok"])).abs().max())
                        for name, (_, dec) in impls.items() if name != "audiotok")
-        print(f"{seconds:5.1f} s: decoded audio within {diff:.1e} of both references "
+        print(f"{seconds:5.1f} s: decoded audio within {diff:.1e} of the references "
               f"(rms {float(np.sqrt(np.mean(ours_audio.numpy() ** 2))):.3f})")
         rows.append({"seconds": seconds, "op": "decode difference", "max_abs": diff})
     if args.json:

@@ -22,3 +22,10 @@ def speech_like(n: int, seed: int) -> np.ndarray:
     voiced = sum(np.sin(2 * np.pi * f0 * k * t) / k for k in range(1, 8))
     envelope = 0.5 + 0.5 * np.sin(2 * np.pi * 3 * t + rng.random() * 6)
     return (0.2 * voiced * envelope + 0.05 * rng.standard_normal(n)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def distill_small(tmp_path_factory):
+    """(the package's DistillNeuCodec, its pytorch_model.bin)."""
+    m = reference.distill_package_model(reference.DISTILL_SMALL)
+    return m, reference.save_package(m, tmp_path_factory.mktemp("distill_small"))

@@ -114,7 +114,10 @@ def save_package(m: nn.Module, folder: Path, semantic: bool = True) -> Path:
     torch.save(sd, folder / "pytorch_model.bin")
     (folder / "meta.yaml").write_text("license: apache-2.0\n")
     heads = m.generator.backbone.transformers[0].att.n_heads
-    (folder / "config.json").write_text(json.dumps({"codec_decoder": {"heads": heads}}))
+    described = {"codec_decoder": {"heads": heads}}
+    if hasattr(m, "codec_encoder"):  # DistillNeuCodec
+        described["acoustic_window"] = m.codec_encoder.en_encoder.local_window_size
+    (folder / "config.json").write_text(json.dumps(described))
     return folder / "pytorch_model.bin"
 
 
@@ -139,3 +142,69 @@ def hf_model(codec):
     assert not unexpected, unexpected
     assert all("masked_spec_embed" in k or "rotary" in k for k in missing), missing
     return hf.eval()
+
+
+# DistillNeuCodec: DistilHuBERT (small: 48 wide, 12 heads of 4, conv 32), the acoustic encoder
+# at width 8..64 with attention windows of 20 and 100 steps (released: 300 and 1500; short
+# windows so that 1 s crosses several), NeuCodec's small decoder
+DISTILL_SMALL = dict(ngf=8, hidden=64, depth=2, heads=4, rope_dim=16, hubert=48, hubert_conv=32,
+                     adapter=64, dims=(8, 16, 32, 64), acoustic=64, window=20)
+DISTILL_FULL = dict(ngf=48, hidden=1024, depth=12, heads=16, rope_dim=64, hubert=768,
+                    hubert_conv=512, adapter=1024, dims=(32, 64, 128, 256), acoustic=512,
+                    window=300)
+
+
+def distill_package_model(size: dict, seed: int = 0):
+    """neucodec.model.DistillNeuCodec at `size`, random weights as package_model's."""
+    neucodec = import_neucodec()
+    from neucodec.codec_decoder_vocos import CodecDecoderVocos
+    from neucodec.codec_encoder_distill import (
+        CompressedLocalEncoderWithCache,
+        DistillCodecEncoder,
+        Encoder,
+    )
+    from neucodec.module import SemanticEncoder
+    from transformers import HubertConfig, HubertModel, Wav2Vec2FeatureExtractor
+
+    torch.manual_seed(seed)
+    m = neucodec.model.DistillNeuCodec.__new__(neucodec.model.DistillNeuCodec)
+    nn.Module.__init__(m)
+    m.sample_rate, m.hop_length = 24000, 480
+    h, c = size["hubert"], size["hubert_conv"]
+    m.semantic_model = HubertModel(HubertConfig(
+        hidden_size=h, num_hidden_layers=2, num_attention_heads=12, intermediate_size=4 * h,
+        conv_dim=(c,) * 7, conv_kernel=(10, 3, 3, 3, 3, 2, 2), conv_stride=(5, 2, 2, 2, 2, 2, 2),
+        conv_bias=False, feat_extract_norm="group", feat_proj_layer_norm=False,
+        do_stable_layer_norm=False, num_conv_pos_embeddings=128, num_conv_pos_embedding_groups=16,
+        output_hidden_states=True))
+    m.feature_extractor = Wav2Vec2FeatureExtractor(do_normalize=False, return_attention_mask=False)
+    m.SemanticEncoder_module = SemanticEncoder(h, h, size["adapter"])
+    enc = DistillCodecEncoder.__new__(DistillCodecEncoder)
+    nn.Module.__init__(enc)
+    a = size["acoustic"]
+    enc.encoder = Encoder(feature_dim=a, strides=(4, 4, 4, 4), depths=(1, 1, 1, 2),
+                          dims=size["dims"])
+    enc.en_encoder = CompressedLocalEncoderWithCache(
+        feature_dim=a, local_window_size=size["window"], compress_rate=5, cache_size=0, depth=5,
+        use_dynamic_pos_bias=True)
+    m.codec_encoder = enc
+    d = size["hidden"]
+    m.generator = CodecDecoderVocos(hidden_dim=d, depth=size["depth"], heads=size["heads"],
+                                    pos_meb_dim=size["rope_dim"], hop_length=480, vq_dim=2 * h)
+    m.fc_prior = nn.Linear(2 * h, 2 * h)
+    m.fc_sq_prior = nn.Linear(a, h)
+    m.fc_post_a = nn.Linear(2 * h, d)
+    g = torch.Generator().manual_seed(seed + 1)
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.startswith("semantic_model."):
+                continue
+            if name.endswith(("act.alpha", "act.beta")):
+                p.copy_(0.5 + torch.rand(p.shape, generator=g) if "codec_encoder" in name
+                        else torch.rand(p.shape, generator=g) - 0.5)
+            elif name.endswith(("original0", "weight_g")):
+                p.copy_(0.7 + 0.6 * torch.rand(p.shape, generator=g))
+            elif name.endswith(("bias", "grn.gamma", "grn.beta")):
+                p.copy_(0.02 * torch.randn(p.shape, generator=g))
+        m.generator.quantizer.project_in.weight.mul_(40)
+    return m.eval()

@@ -19,11 +19,12 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from ...checkpoint import read_torch, weights_file
+from ...checkpoint import read_json, read_torch, weights_file
 from ...errors import CheckpointError
 from ..family import Preset
 from ..xcodec2 import weights as xcodec2_weights
-from .config import NEUCODEC, NeuCodecConfig
+from . import distill_weights
+from .config import NEUCODEC, DistillNeuCodecConfig, NeuCodecConfig
 
 SEMANTIC_MODEL = Preset("w2v-bert-2.0", "facebook/w2v-bert-2.0", ("model.safetensors",))
 TRAINING_HEADS = ("fc_post_s.", "SemanticDecoder.")
@@ -33,12 +34,20 @@ _WN_SUFFIXES = (".weight_g", ".weight_v", ".parametrizations.weight.original0",
 
 def load_checkpoint(path: Path, config: NeuCodecConfig | None = None
                     ) -> tuple[dict[str, torch.Tensor], NeuCodecConfig, str]:
+    """NeuCodec's or DistillNeuCodec's (distill_weights.py) weights and configuration."""
     file = weights_file(path, ("model.safetensors", "pytorch_model.bin"), "NeuCodec weights",
                         "model.safetensors with its config.json, or pytorch_model.bin")
     if file.suffix == ".safetensors":
+        named = read_json(file.parent / "config.json") or {}
+        if isinstance(config, DistillNeuCodecConfig) or \
+                DistillNeuCodecConfig.codec in (named.get("codec"), named.get("model_type")):
+            return distill_weights.load_checkpoint(file, config)
         sd, config = xcodec2_weights.load_checkpoint(file, config, NEUCODEC)
         return sd, config, str(file)
-    sd = package_tensors(read_torch(file), file)
+    tensors = read_torch(file)
+    if distill_weights.is_distill(tensors):
+        return distill_weights.load_checkpoint(file, config, tensors)
+    sd = package_tensors(tensors, file)
     if not any(k.startswith("semantic_model.") for k in sd):
         sd.update(semantic_tensors(semantic_file()))
     if config is None:

@@ -110,14 +110,16 @@ class AcousticEncoder(nn.Module):
 
 
 class SemanticAdapter(nn.Module):
-    """Four k3 convs; the ReLU'd first output is the residual of the middle pair."""
+    """Four k3 convs (dim -> hidden -> hidden -> hidden -> dim); the ReLU'd first output is the
+    residual of the middle pair."""
 
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, hidden: int | None = None):
         super().__init__()
-        self.conv1 = nn.Conv1d(dim, dim, 3, padding=1, bias=False)
-        self.conv2 = nn.Conv1d(dim, dim, 3, padding=1)
-        self.conv3 = nn.Conv1d(dim, dim, 3, padding=1)
-        self.conv4 = nn.Conv1d(dim, dim, 3, padding=1, bias=False)
+        hidden = hidden or dim
+        self.conv1 = nn.Conv1d(dim, hidden, 3, padding=1, bias=False)
+        self.conv2 = nn.Conv1d(hidden, hidden, 3, padding=1)
+        self.conv3 = nn.Conv1d(hidden, hidden, 3, padding=1)
+        self.conv4 = nn.Conv1d(hidden, dim, 3, padding=1, bias=False)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
         h = F.relu(self.conv1(zero_tail(x, lengths)))
