@@ -30,6 +30,22 @@ def drain(stream) -> list[np.ndarray]:
     return stream.available()
 
 
+def push_randomly(engine, stream, tokens, seed: int = 1) -> np.ndarray:
+    """All of a decode stream's audio, its tokens pushed 1-8 frames at a time, the engine
+    stepped by hand after each push and until it is done."""
+    got, sent, rng = [], 0, np.random.default_rng(seed)
+    while sent < tokens.shape[1]:
+        n = int(rng.integers(1, 9))
+        stream.push(tokens[:, sent: sent + n])
+        sent += n
+        engine.step()
+        got += drain(stream)
+    stream.finish()
+    while engine.step():
+        got += drain(stream)
+    return np.concatenate(got + drain(stream))
+
+
 @st.composite
 def schedules(draw):
     """Streams (frames, push sizes, the step at which each opens) and the engine's limits."""
@@ -360,18 +376,7 @@ def test_xcodec2_windowed_stream_has_exact_length(xc_codec):
         s = engine.open_decode_stream("xc")
         with pytest.raises(EngineError, match="not causal"):
             engine.open_encode_stream("xc")
-        got, sent, rng = [], 0, np.random.default_rng(1)
-        while sent < 83:
-            n = int(rng.integers(1, 9))
-            s.push(tokens[:, sent: sent + n])
-            sent += n
-            engine.step()
-            got += drain(s)
-        s.finish()
-        while engine.step():
-            got += drain(s)
-        got += drain(s)
-        audio = np.concatenate(got)
+        audio = push_randomly(engine, s, tokens)
         assert audio.shape == offline.shape, window
         if window.chunk >= 83:
             assert np.abs(audio - offline).max() <= TOL

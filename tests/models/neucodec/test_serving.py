@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from audiotok.server import Engine, EngineSettings, WindowSettings  # noqa: E402
 from audiotok.server.app import ServerSettings, create_app  # noqa: E402
 from tests.server.test_app import ws_decode  # noqa: E402
-from tests.server.test_engine import drain  # noqa: E402
+from tests.server.test_engine import push_randomly  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -31,18 +31,7 @@ def test_windowed_decode_streams_have_exact_length(codec):
     offline = codec.decode(torch.from_numpy(tokens))[0, 0].numpy()
     for window in (WindowSettings(4, 3, 2), WindowSettings(80, 80, 80)):
         engine = Engine({"nc": codec}, EngineSettings(window=window), start=False)
-        s = engine.open_decode_stream("nc")
-        got, sent, rng = [], 0, np.random.default_rng(1)
-        while sent < 61:
-            n = int(rng.integers(1, 9))
-            s.push(tokens[:, sent : sent + n])
-            sent += n
-            engine.step()
-            got += drain(s)
-        s.finish()
-        while engine.step():
-            got += drain(s)
-        audio = np.concatenate(got + drain(s))
+        audio = push_randomly(engine, engine.open_decode_stream("nc"), tokens)
         assert audio.shape == offline.shape == (61 * 480,), window
         if window.chunk >= 61:
             assert np.abs(audio - offline).max() <= 1e-5
