@@ -91,13 +91,18 @@ class Family:
 
 class Checkpoint:
     """What detection looks at: a local file or folder, the config.json beside it (or in it),
-    and, read on demand, the tensor names of a safetensors file."""
+    and, read on demand, the tensor names of its weights (a safetensors file, or a torch
+    state dict saved as `.bin`)."""
 
     def __init__(self, path: Path):
         from ..fileio import read_json
 
         self.path = Path(path)
-        self.weights = self.path / "model.safetensors" if self.path.is_dir() else self.path
+        self.weights = self.path
+        if self.path.is_dir():  # a folder's weights: model.safetensors, else pytorch_model.bin
+            bin_file = self.path / "pytorch_model.bin"
+            self.weights = bin_file if bin_file.is_file() and \
+                not (self.path / "model.safetensors").is_file() else self.path / "model.safetensors"
         self.config: dict = read_json(self.weights.with_name("config.json")) or {}
 
     @property
@@ -111,7 +116,17 @@ class Checkpoint:
 
     @cached_property
     def tensor_names(self) -> list[str]:
-        """Tensor names of a safetensors weights file (its header only); [] for other files."""
+        """Tensor names of a safetensors weights file (its header only) or of a folder's
+        `pytorch_model.bin` / a `.bin` file (a torch state dict, memory-mapped); [] for other
+        files."""
+        if self.suffix == ".bin" and self.weights.is_file():
+            from ..checkpoint import read_torch
+            from ..errors import CheckpointError
+
+            try:
+                return list(read_torch(self.weights))
+            except CheckpointError:  # not a state dict: no family claims it by its names
+                return []
         if self.suffix != ".safetensors" or not self.weights.is_file():
             return []
         from safetensors import safe_open

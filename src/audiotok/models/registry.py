@@ -18,6 +18,7 @@ FOLDERS = (
     "encodec",
     "qwen3_tts",
     "neucodec",
+    "distill_neucodec",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

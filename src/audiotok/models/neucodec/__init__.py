@@ -1,6 +1,5 @@
 """NeuCodec (Neuphonic): X-Codec2 with a 24 kHz decoder; 16 kHz speech in, one FSQ codebook of
-65 536, 50 frames/s; not causal. DistillNeuCodec (a smaller encoder, the same decoder) loads
-through this family too.
+65 536, 50 frames/s; not causal.
 
 The family's declaration (models/family.py); the model code is imported on first load."""
 
@@ -10,10 +9,10 @@ from ..family import Checkpoint, Family, Preset
 def _detect(checkpoint: Checkpoint) -> bool:
     """A transformers NeuCodecModel config, or the neucodec package's pytorch_model.bin with
     the meta.yaml that the hub repository holds beside it."""
-    if checkpoint.config.get("model_type") in ("neucodec", "distill-neucodec"):
+    if checkpoint.config.get("model_type") == "neucodec":
         return True
-    weights = checkpoint.suffix == ".bin" or checkpoint.has("pytorch_model.bin")
-    return weights and checkpoint.has("meta.yaml")
+    return any(k.startswith("CodecEnc.") for k in checkpoint.tensor_names) and \
+        checkpoint.has("meta.yaml")
 
 
 FAMILY = Family(
@@ -22,9 +21,7 @@ FAMILY = Family(
     licence="Apache-2.0 licence (https://huggingface.co/neuphonic/neucodec)",
     codec=".codec:NeuCodecCodec",
     package=__name__,
-    presets=(Preset("neucodec", "neuphonic/neucodec", ("model.safetensors", "config.json")),
-             Preset("distill-neucodec", "neuphonic/distill-neucodec",
-                    ("pytorch_model.bin", "meta.yaml"))),
+    presets=(Preset("neucodec", "neuphonic/neucodec", ("model.safetensors", "config.json")),),
     detect=_detect,
     llm_schemes={"neutts": ".llm:NeuTTSIds"},
 )

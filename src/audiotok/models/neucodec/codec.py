@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
-from ...audio import AudioItem
 from ...checkpoint import build_model
 from ..xcodec2.codec import XCodec2Codec
 from ..xcodec2.model import XCodec2Model
 from . import FAMILY
-from .config import DistillNeuCodecConfig, NeuCodecConfig
-from .distill import DistillNeuCodecModel
+from .config import NeuCodecConfig
 from .weights import load_checkpoint
 
 
@@ -29,32 +25,7 @@ class NeuCodecCodec(XCodec2Codec):
     @classmethod
     def from_checkpoint(cls, path: Path, config: NeuCodecConfig | None = None,
                         **kw) -> NeuCodecCodec:
-        """NeuCodec, or DistillNeuCodec when the checkpoint holds it."""
         state_dict, config, source = load_checkpoint(Path(path), config)
-        if isinstance(config, DistillNeuCodecConfig):
-            model = build_model(DistillNeuCodecModel, config, state_dict, source)
-            return DistillNeuCodecCodec(model, source=source, **kw)
         model = build_model(XCodec2Model, config, state_dict, source)
         return cls(model, source=source, **kw)
 
-
-class DistillNeuCodecCodec(NeuCodecCodec):
-    """DistillNeuCodec: NeuCodec's tokens and decoder, a smaller encoder (DistilHuBERT and a
-    local-attention acoustic encoder): N // 320 + 1 frames. Its encoder normalises over whole
-    items, so items run whole, those of one padded length as a batch."""
-
-    frame_rule = "plus_one"
-    window_frames = None
-
-    @property
-    def name(self) -> str:
-        return DistillNeuCodecConfig.codec
-
-    @property
-    def title(self) -> str:
-        return DistillNeuCodecConfig.title
-
-    def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
-        lengths = [self.num_frames(it.samples.numel()) * self.input_samples_per_frame
-                   for it in items]
-        return [t[None] for t in self._encode_by_length(items, lengths)]

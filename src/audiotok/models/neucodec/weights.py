@@ -19,12 +19,11 @@ from pathlib import Path
 import torch
 from safetensors import safe_open
 
-from ...checkpoint import read_json, read_torch, weights_file
+from ...checkpoint import read_torch, weights_file
 from ...errors import CheckpointError
 from ..family import Preset
 from ..xcodec2 import weights as xcodec2_weights
-from . import distill_weights
-from .config import NEUCODEC, DistillNeuCodecConfig, NeuCodecConfig
+from .config import NEUCODEC, NeuCodecConfig
 
 SEMANTIC_MODEL = Preset("w2v-bert-2.0", "facebook/w2v-bert-2.0", ("model.safetensors",))
 TRAINING_HEADS = ("fc_post_s.", "SemanticDecoder.")
@@ -34,20 +33,12 @@ _WN_SUFFIXES = (".weight_g", ".weight_v", ".parametrizations.weight.original0",
 
 def load_checkpoint(path: Path, config: NeuCodecConfig | None = None
                     ) -> tuple[dict[str, torch.Tensor], NeuCodecConfig, str]:
-    """NeuCodec's or DistillNeuCodec's (distill_weights.py) weights and configuration."""
     file = weights_file(path, ("model.safetensors", "pytorch_model.bin"), "NeuCodec weights",
                         "model.safetensors with its config.json, or pytorch_model.bin")
     if file.suffix == ".safetensors":
-        named = read_json(file.parent / "config.json") or {}
-        if isinstance(config, DistillNeuCodecConfig) or \
-                DistillNeuCodecConfig.codec in (named.get("codec"), named.get("model_type")):
-            return distill_weights.load_checkpoint(file, config)
         sd, config = xcodec2_weights.load_checkpoint(file, config, NEUCODEC)
         return sd, config, str(file)
-    tensors = read_torch(file)
-    if distill_weights.is_distill(tensors):
-        return distill_weights.load_checkpoint(file, config, tensors)
-    sd = package_tensors(tensors, file)
+    sd = package_tensors(read_torch(file), file)
     if not any(k.startswith("semantic_model.") for k in sd):
         sd.update(semantic_tensors(semantic_file()))
     if config is None:
@@ -61,7 +52,9 @@ def package_tensors(sd: dict[str, torch.Tensor], file: Path) -> dict[str, torch.
     """The tensors of a neucodec pytorch_model.bin the model reads: training heads dropped,
     and weight-norm pairs beside a plain weight dropped (the package loads the plain one)."""
     if not any(k.startswith("CodecEnc.") for k in sd):
-        raise CheckpointError(f"{file}: not a NeuCodec checkpoint (no CodecEnc.* tensors)")
+        other = " (DistillNeuCodec's: load it as distill-neucodec)" if any(
+            k.startswith("codec_encoder.") for k in sd) else ""
+        raise CheckpointError(f"{file}: not a NeuCodec checkpoint (no CodecEnc.* tensors){other}")
     out = {}
     for key, value in sd.items():
         if key.startswith(TRAINING_HEADS):

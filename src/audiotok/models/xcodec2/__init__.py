@@ -19,8 +19,8 @@ def _detect(checkpoint: Checkpoint) -> bool:
     """A transformers Xcodec2Model config, or safetensors weights in either layout (not those
     of NeuCodec, whose config says so)."""
     model_type = checkpoint.config.get("model_type")
-    return model_type == "xcodec2" or \
-        model_type != "neucodec" and layout_of(checkpoint.tensor_names) is not None
+    return model_type == "xcodec2" or model_type != "neucodec" and \
+        checkpoint.suffix == ".safetensors" and layout_of(checkpoint.tensor_names) is not None
 
 
 FAMILY = Family(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from ...checkpoint import read_json, read_safetensors, read_torch
+from ...checkpoint import read_json, read_safetensors, read_torch, weights_file
 from ...errors import CheckpointError, ConfigError, ModelNotFoundError
 from ..family import Preset
 from ..xcodec2 import weights as xcodec2_weights
@@ -29,23 +29,22 @@ _POS_CONV = "semantic_model.encoder.pos_conv_embed.conv."
 _IGNORED = ("codec_encoder.en_encoder.cache_token", "semantic_model.masked_spec_embed")
 
 
-def is_distill(keys) -> bool:
-    return any(k.startswith("codec_encoder.") for k in keys)
-
-
-def load_checkpoint(file: Path, config: DistillNeuCodecConfig | None = None,
-                    tensors: dict[str, torch.Tensor] | None = None
+def load_checkpoint(path: Path, config: DistillNeuCodecConfig | None = None
                     ) -> tuple[dict[str, torch.Tensor], DistillNeuCodecConfig, str]:
-    """`tensors`: the package file's, when the caller has read them already."""
+    file = weights_file(path, ("model.safetensors", "pytorch_model.bin"),
+                        "DistillNeuCodec weights",
+                        "pytorch_model.bin, or model.safetensors with its config.json")
     if file.suffix == ".safetensors":  # save_pretrained: canonical names
         if config is None:
             d = read_json(file.parent / "config.json")
             if d is None:
                 raise CheckpointError(f"{file}: DistillNeuCodec weights need their config.json")
-            config = DistillNeuCodecConfig.from_dict({k: v for k, v in d.items()
-                                                      if k not in ("codec", "format_version")})
+            config = DistillNeuCodecConfig.from_dict(d)
         return read_safetensors(file), config, str(file)
-    sd = {k: v for k, v in (tensors or read_torch(file)).items() if k not in _IGNORED}
+    sd = {k: v for k, v in read_torch(file).items() if k not in _IGNORED}
+    if not any(k.startswith("codec_encoder.") for k in sd):
+        raise CheckpointError(f"{file}: not a DistillNeuCodec checkpoint (no codec_encoder.* "
+                              "tensors)")
     if not any(k.startswith("semantic_model.") for k in sd):
         sd.update({"semantic_model." + k: v for k, v in semantic_tensors().items()
                    if not k.startswith("masked_spec_embed")})
