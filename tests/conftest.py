@@ -11,22 +11,31 @@ THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 torch.set_num_threads(THREADS)
 os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
 
-# Files that take longest start first (xdist hands out whole files, --dist loadfile), so the
-# workers finish together; the rest keep their order.
+# Files that take longest start first, slowest first (xdist hands out whole files in this
+# order: --dist loadfile --no-loadscope-reorder), so the workers finish together; the rest
+# keep their order. Durations from `pytest --durations=0`, summed per file.
 SLOW_FIRST = (
     "tests/export/test_onnx.py",
     "tests/models/xcodec2/test_onnx.py",
-    "tests/models/mimi/test_onnx.py",
     "tests/models/encodec/test_onnx.py",
-    "tests/models/qwen3_tts/test_onnx.py",
-    "tests/models/snac/test_onnx.py",
-    "tests/models/dac/test_onnx.py",
-    "tests/server/test_engine.py",
-    "tests/pipeline/test_ray.py",
-    "tests/models/xcodec2/test_windows.py",
-    "tests/test_stream.py",
     "tests/eval/test_runner.py",
+    "tests/models/qwen3_tts/test_onnx.py",
+    "tests/models/mimi/test_onnx.py",
     "tests/pipeline/test_resume.py",
+    "tests/pipeline/test_ray.py",
+    "tests/models/snac/test_streaming.py",
+    "tests/server/test_engine.py",
+    "tests/models/qwen3_tts/test_streaming.py",
+    "tests/server/test_step_graphs.py",
+    "tests/models/dac/test_parity.py",
+    "tests/models/snac/test_parity.py",
+    "tests/pipeline/test_tokenize.py",
+    "tests/server/test_ray_serve.py",
+    "tests/models/encodec/test_48khz.py",
+    "tests/models/qwen3_tts/test_parity.py",
+    "tests/models/snac/test_onnx.py",
+    "tests/server/test_page.py",
+    "tests/models/dac/test_onnx.py",
 )
 
 

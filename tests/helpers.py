@@ -51,14 +51,6 @@ def respell_weight_norm(sd: dict[str, torch.Tensor], spelling: str) -> dict[str,
     return out
 
 
-def random_like_s2(cfg: S2Config, seed: int = 0) -> dict[str, torch.Tensor]:
-    """A random canonical state dict for `cfg` (for shape and format tests)."""
-    from audiotok.models.s2.model import S2Model
-
-    torch.manual_seed(seed)
-    return {k: v.clone() for k, v in S2Model(cfg).state_dict().items()}
-
-
 def np_f32(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float32)
 

@@ -51,15 +51,18 @@ class CausalConv1d(StreamingModule):
         if self.stream is not None:
             return self._forward_streaming(x)
         length = x.shape[-1]
-        right_pad = -length % self.stride
-        if self.pad_mode == "constant" and right_pad <= self.left_pad and \
-                channels_last_fits(x, self.conv.weight):
+        # output frames as a ceil division, not via -length % stride: a simpler expression
+        # for torch.export's symbolic lengths
+        frames = (length + self.stride - 1) // self.stride
+        right_pad = frames * self.stride - length
+        if channels_last_fits(x, self.conv.weight) and self.pad_mode == "constant" and \
+                right_pad <= self.left_pad:
             # symmetric padding inside the conv (no padded copy); the extra outputs it makes
             # at the end are dropped
             c = self.conv
             y = conv2d_nwc(x, c.weight, c.bias, self.stride, self.left_pad, c.dilation[0],
                            c.groups)
-            return y[..., : (length + right_pad) // self.stride]
+            return y[..., :frames]
         x = F.pad(x, (self.left_pad, right_pad), mode=self.pad_mode)
         return self._conv(x)
 

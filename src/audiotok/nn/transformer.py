@@ -97,8 +97,8 @@ def banded_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     attends to the keys of itself and the block before it, [B, H, n, W, 2W] at most."""
     b, h, t, d = q.shape
     w = window
-    pad = (w - t % w) % w
-    n = (t + pad) // w
+    n = (t + w - 1) // w  # blocks (a ceil division: simpler for the exporter than t % w)
+    pad = n * w - t
     qb = F.pad(q, (0, 0, 0, pad)).reshape(b, h, n, w, d)
     kp, vp = F.pad(k, (0, 0, w, pad)), F.pad(v, (0, 0, w, pad))  # w empty keys in front
     kb = torch.cat([kp[:, :, : n * w].reshape(b, h, n, w, d),
