@@ -69,12 +69,20 @@ def run_until(cmd, out, kill_after_shards: int | None, delay: float,
     return p.returncode
 
 
-@pytest.mark.parametrize("group", [True, False], ids=["process-group", "main-process"])
-def test_sigkill_and_resume(tmp_path, group):
+@pytest.fixture(scope="module")
+def clean_run(tmp_path_factory):
+    """(a corpus of 32 good items and 3 bad ones, a clean run's output folder)."""
+    tmp = tmp_path_factory.mktemp("resume")
     big = {f"d{i % 3}/item{i:02d}.wav": (0.5 + 0.25 * (i % 7), 44100, 1) for i in range(24)}
-    corpus = make_corpus(tmp_path / "corpus", good={**GOOD, **big})
-    assert run_until(command(corpus, tmp_path / "clean"), tmp_path / "clean", None, 0) == 3
-    clean = read_output(tmp_path / "clean")
+    corpus = make_corpus(tmp / "corpus", good={**GOOD, **big})
+    assert run_until(command(corpus, tmp / "clean"), tmp / "clean", None, 0) == 3
+    return corpus, tmp / "clean"
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["process-group", "main-process"])
+def test_sigkill_and_resume(clean_run, tmp_path, group):
+    corpus, clean_out = clean_run
+    clean = read_output(clean_out)
     assert len(clean["rows"]) == 32 and clean["manifest"]["num_shards"] == 18
 
     out = tmp_path / "resumed"
@@ -93,5 +101,5 @@ def test_sigkill_and_resume(tmp_path, group):
     resumed = read_output(out)
     assert resumed["rows"] == clean["rows"]
     assert resumed["manifest"]["shards"] == clean["manifest"]["shards"]  # byte-identical shards
-    assert (out / "errors.jsonl").read_text() == (tmp_path / "clean" / "errors.jsonl").read_text()
+    assert (out / "errors.jsonl").read_text() == (clean_out / "errors.jsonl").read_text()
     assert not list(out.rglob("*.tmp"))
