@@ -100,9 +100,9 @@ class Checkpoint:
         self.path = Path(path)
         self.weights = self.path
         if self.path.is_dir():  # a folder's weights: model.safetensors, else pytorch_model.bin
-            bin_file = self.path / "pytorch_model.bin"
-            self.weights = bin_file if bin_file.is_file() and \
-                not (self.path / "model.safetensors").is_file() else self.path / "model.safetensors"
+            self.weights = self.path / "model.safetensors"
+            if not self.weights.is_file() and (self.path / "pytorch_model.bin").is_file():
+                self.weights = self.path / "pytorch_model.bin"
         self.config: dict = read_json(self.weights.with_name("config.json")) or {}
 
     @property
