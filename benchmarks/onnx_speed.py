@@ -9,6 +9,8 @@ the full-size configurations (random weights), float32, side by side in one proc
     python benchmarks/onnx_speed.py --codec encodec --threads 2 --seconds 10
     python benchmarks/onnx_speed.py --codec encodec-32khz --threads 2 --seconds 10
     python benchmarks/onnx_speed.py --codec encodec-48khz --threads 2 --seconds 10
+    python benchmarks/onnx_speed.py --codec neucodec --threads 2 --seconds 10
+    python benchmarks/onnx_speed.py --codec distill-neucodec --threads 2 --seconds 10
 
 Exports the graphs once (audiotok export --format onnx) into --workdir, then times, interleaved
 repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and (causal codecs) a
@@ -37,7 +39,8 @@ def main() -> None:
     p = parser(__doc__)
     p.add_argument("--push", type=int, default=4, help="frames per streaming push")
     p.add_argument("--codec", choices=["s2", "xcodec2", "mimi", "snac", "dac", "encodec",
-                                       "encodec-32khz", "encodec-48khz"], default="s2")
+                                       "encodec-32khz", "encodec-48khz", "neucodec",
+                                       "distill-neucodec"], default="s2")
     p.add_argument("--model", type=Path, help="checkpoint (default: random full-size weights)")
     args = p.parse_args()
     if args.model:
@@ -78,6 +81,15 @@ def main() -> None:
 
             reference.save_th(reference.encodec_model(variant=variant), weights.parent,
                               weights.name)
+    elif args.codec.endswith("neucodec"):  # the neucodec package's modules, random weights
+        weights = args.workdir / f"{args.codec}_full" / "pytorch_model.bin"
+        if not weights.exists():
+            sys.path.insert(0, str(ROOT))
+            from tests.models.neucodec import reference
+
+            model = reference.package_model(reference.FULL) if args.codec == "neucodec" else \
+                reference.distill_package_model(reference.DISTILL_FULL)
+            reference.save_package(model, weights.parent)
     else:
         from compare import weights as random_weights
 
@@ -94,7 +106,7 @@ def main() -> None:
 
     ours = audiotok.load(weights)
     onnx = audiotok.load(folder, threads=args.threads)
-    x = speech(args.seconds, ours.sample_rate)
+    x = speech(args.seconds, ours.input_rate)  # (NeuCodec: 16 kHz in, 24 kHz out)
     codes = ours.encode(x)
     tokens = codes.tokens
     if not ours.codes_carry_scales:  # (EnCodec 48 kHz decodes its codes with their scales)

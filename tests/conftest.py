@@ -16,6 +16,7 @@ os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
 # keep their order. Durations from `pytest --durations=0`, summed per file.
 SLOW_FIRST = (
     "tests/export/test_onnx.py",
+    "tests/models/neucodec/test_onnx.py",
     "tests/models/xcodec2/test_onnx.py",
     "tests/models/encodec/test_onnx.py",
     "tests/eval/test_runner.py",

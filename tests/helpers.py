@@ -63,7 +63,7 @@ import audiotok
 from audiotok.errors import CodesError
 
 folder, inputs, out = sys.argv[1:4]
-codec = audiotok.load(folder, threads=2)
+codec = audiotok.load(folder)  # on OMP_NUM_THREADS threads (conftest.py)
 d = np.load(inputs)
 r = {}
 """

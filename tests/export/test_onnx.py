@@ -3,6 +3,7 @@ reference, push-by-push streaming through the step graphs, the graphs' shapes an
 the errors."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -142,8 +143,13 @@ def test_importing_audiotok_imports_no_torch():
 
 
 def test_same_api_as_the_torch_codec(folder, s2_codec, s2_golden):
-    codec = audiotok.load(folder, threads=2)
+    codec = audiotok.load(folder)
     assert isinstance(codec, OnnxCodec)
+    # threads: OMP_NUM_THREADS (conftest.py sets it) unless given
+    options = codec.sessions["decoder"].get_session_options()
+    assert options.intra_op_num_threads == int(os.environ["OMP_NUM_THREADS"])
+    assert OnnxCodec(folder, threads=3).sessions["decoder"].get_session_options() \
+        .intra_op_num_threads == 3
     assert (codec.sample_rate, codec.samples_per_frame, codec.num_codebooks) == (44100, 2048, 10)
     assert codec.codebook_sizes == s2_codec.codebook_sizes
     assert codec.info()["runtime"] == "onnxruntime"

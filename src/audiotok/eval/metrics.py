@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -198,10 +199,29 @@ def _visqol(ref: np.ndarray, deg: np.ndarray) -> float:
     return float(result.moslqo)
 
 
-def _dnsmos(ref: np.ndarray, deg: np.ndarray) -> dict[str, float]:
+@lru_cache(maxsize=1)
+def _dnsmos_model():
+    """speechmos's DNSMOS (P.835 and P.808 models) with sessions on torch's thread count that
+    do not spin while idle (its own take every core and spin, which starves whatever else the
+    process or the machine runs)."""
     dnsmos = _need("speechmos.dnsmos", "speechmos")
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    folder = Path(dnsmos.__file__).parent / "dnsmos_models"
+    model = dnsmos.DNSMOS.__new__(dnsmos.DNSMOS)
+    model.primary_model_path = str(folder / "sig_bak_ovr.onnx")
+    model.onnx_sess = ort.InferenceSession(model.primary_model_path, options)
+    model.p808_onnx_sess = ort.InferenceSession(str(folder / "model_v8.onnx"), options)
+    return model
+
+
+def _dnsmos(ref: np.ndarray, deg: np.ndarray) -> dict[str, float]:
     # the degraded signal as a 16-bit player would play it: clipped to [-1, 1]
-    out = dnsmos.run(np.clip(deg, -1.0, 1.0).astype(np.float32), 16000)
+    out = _dnsmos_model()(np.clip(deg, -1.0, 1.0).astype(np.float32), 16000, False)
     return {"dnsmos_sig": float(out["sig_mos"]), "dnsmos_bak": float(out["bak_mos"]),
             "dnsmos_ovrl": float(out["ovrl_mos"])}
 

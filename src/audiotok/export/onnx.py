@@ -116,6 +116,8 @@ def export_onnx(codec, out: str | os.PathLike, *, max_push_frames: int | None = 
     facts = {"format": FORMAT, "format_version": FORMAT_VERSION, "audiotok_version": __version__,
              "codec": codec.name, "model": codec.title, "sample_rate": codec.sample_rate,
              "samples_per_frame": codec.samples_per_frame, "num_codebooks": codec.num_codebooks,
+             **({"input_sample_rate": codec.input_rate} if codec.input_rate != codec.sample_rate
+                else {}),
              "codebook_sizes": list(codec.codebook_sizes), "causal": bool(codec.causal),
              "frame_rule": codec.frame_rule, "licence": codec.licence,
              "source": os.path.basename(str(codec.source))}

@@ -13,7 +13,7 @@ from .._version import __version__
 from ..audio import to_items
 from ..chunking import FrameMath, context_windows, frame_segments, segment_rule, segments_span
 from ..codes import Codes, as_numpy
-from ..errors import AudiotokError, CheckpointError, CodesError
+from ..errors import AudioError, AudiotokError, CheckpointError, CodesError
 from ..models.family import licence_notice
 from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 from . import segments
@@ -22,8 +22,15 @@ MANIFEST = "audiotok_onnx.json"
 _ANNOUNCED: set[str] = set()
 
 
+def _omp_threads() -> int | None:
+    """OMP_NUM_THREADS, the thread count torch also follows, if it is set to a number."""
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else None
+
+
 class OnnxCodec(FrameMath):
-    """A codec exported to ONNX, run by onnxruntime (CPU unless `providers` say otherwise)."""
+    """A codec exported to ONNX, run by onnxruntime (CPU unless `providers` say otherwise) on
+    `threads` threads (default: OMP_NUM_THREADS if set, else onnxruntime's choice)."""
 
     def __init__(self, folder: str | os.PathLike, *, threads: int | None = None,
                  providers: list[str] | None = None):
@@ -43,6 +50,10 @@ class OnnxCodec(FrameMath):
         self.name, self.title, self.licence = facts["codec"], facts["model"], facts["licence"]
         self.causal = bool(facts["causal"])
         self.sample_rate = int(facts["sample_rate"])
+        # the rate encode takes, when it is not the decoded audio's (NeuCodec: 16 kHz in)
+        self.input_rate = int(facts.get("input_sample_rate", self.sample_rate))
+        # whole frames of audio the encode graphs take beyond the frames of codes they give
+        self.audio_extra_frames = int(facts.get("audio_extra_frames", 0))
         self.samples_per_frame = int(facts["samples_per_frame"])
         self.num_codebooks = int(facts["num_codebooks"])
         self.codebook_sizes = tuple(int(s) for s in facts["codebook_sizes"])
@@ -60,6 +71,7 @@ class OnnxCodec(FrameMath):
         self.segments = segment_rule(self.frame_rule) \
             if self.frame_rule.startswith("segments:") else None
         options = ort.SessionOptions()
+        threads = threads or _omp_threads()
         if threads:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
@@ -77,6 +89,8 @@ class OnnxCodec(FrameMath):
     def info(self) -> dict:
         return {"codec": self.name, "model": self.title, "runtime": "onnxruntime",
                 "sample_rate": self.sample_rate, "samples_per_frame": self.samples_per_frame,
+                **({"input_sample_rate": self.input_rate} if self.input_rate != self.sample_rate
+                   else {}),
                 "frame_rate": self.frame_rate, "num_codebooks": self.num_codebooks,
                 "codebook_sizes": list(self.codebook_sizes), "channels": self.channels,
                 "licence": self.licence, "folder": str(self.folder)}
@@ -85,7 +99,12 @@ class OnnxCodec(FrameMath):
     def encode(self, x, sample_rate: int | None = None) -> Codes:
         """Tokens of one item or a batch: the inputs `Codec.encode` takes (paths, bytes, numpy
         arrays, lists of items of any lengths and channel counts), resampled and downmixed."""
-        items = to_items(x, sample_rate, self.sample_rate, arrays=True, channels=self.channels)
+        items = to_items(x, sample_rate, self.input_rate, arrays=True, channels=self.channels)
+        for it in items:
+            if self.num_frames(n := it.samples.shape[-1]) < 1:  # a frame rule such as "floor"
+                raise AudioError(f"{n} samples is less than one {self.title} frame "
+                                 f"({self.input_samples_per_frame} samples at {self.input_rate} "
+                                 "Hz); pad it to at least one frame")
         if self.segments is not None:
             return self._encode_segments(items)
         frames = [self.num_frames(it.samples.size) for it in items]
@@ -111,7 +130,8 @@ class OnnxCodec(FrameMath):
                scales: np.ndarray | None = None) -> Codes:
         return Codes(tokens, np.asarray(frames, np.int64), self.name, self.sample_rate,
                      self.samples_per_frame,
-                     np.asarray([it.samples.shape[-1] for it in items], np.int64),
+                     np.asarray([self.output_samples(it.samples.shape[-1]) for it in items],
+                                np.int64),
                      {"codec_version": __version__, "model": self.title, "runtime": "onnxruntime",
                       "source_sample_rate": [it.source_rate for it in items],
                       "source_num_samples": [it.source_samples for it in items]},
@@ -152,8 +172,10 @@ class OnnxCodec(FrameMath):
         return context_windows(frames, self.facts["window_frames"], self.facts["context_frames"])
 
     def _padded(self, samples: list[np.ndarray], frames: int) -> np.ndarray:
-        """Zero-padded audio [B, 1, frames * samples_per_frame] (at least each item's frames)."""
-        length = max(frames, *(self.num_frames(x.size) for x in samples)) * self.samples_per_frame
+        """Zero-padded audio [B, 1, (frames + audio_extra_frames) * input_samples_per_frame]
+        (frames: at least each item's)."""
+        frames = max(frames, *(self.num_frames(x.size) for x in samples))
+        length = (frames + self.audio_extra_frames) * self.input_samples_per_frame
         audio = np.zeros((len(samples), 1, length), np.float32)
         for i, x in enumerate(samples):
             audio[i, 0, : x.size] = x
@@ -176,13 +198,13 @@ class OnnxCodec(FrameMath):
     def _encode_windowed(self, audio: np.ndarray) -> np.ndarray:
         """One long item in windows, as the torch codec does: the graphs before the encoder run
         on the whole signal, and each window takes its frames of their outputs."""
-        hop = self.samples_per_frame
+        hop, extra = self.input_samples_per_frame, self.audio_extra_frames
         whole = self._run_graphs(self.encode_graphs[:-1], {"audio": audio})
         pieces = []
-        for a, b, keep in self._windows(audio.shape[-1] // hop):
+        for a, b, keep in self._windows(audio.shape[-1] // hop - extra):
             window = {name: np.take(x, range(a, b), axis=self.frame_axes[name])
                       for name, x in whole.items() if name != "audio"}
-            window["audio"] = audio[..., a * hop: b * hop]
+            window["audio"] = audio[..., a * hop: (b + extra) * hop]
             codes = self._run_graphs(self.encode_graphs[-1:], window)["codes"]
             pieces.append(codes[..., keep])
         return np.concatenate(pieces, -1)

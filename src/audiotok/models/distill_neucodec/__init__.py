@@ -23,5 +23,6 @@ FAMILY = Family(
     presets=(Preset("distill-neucodec", "neuphonic/distill-neucodec",
                     ("pytorch_model.bin", "meta.yaml")),),
     detect=_detect,
+    onnx=".onnx:onnx_graphs",
     llm_schemes={},
 )

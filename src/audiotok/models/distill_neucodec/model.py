@@ -225,7 +225,7 @@ class LocalAttention(nn.Module):
     def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
         w = self.window
-        n = -(-t // w) * w
+        n = (t + w - 1) // w * w  # (not -(-t // w): ONNX divides integers towards zero)
         q, k, v = (F.pad(z, (0, 0, 0, n - t)).view(b, n, self.heads, -1).transpose(1, 2)
                    for z in self.to_qkv(self.norm(x)).chunk(3, -1))
         windows = n // w

@@ -23,5 +23,6 @@ FAMILY = Family(
     package=__name__,
     presets=(Preset("neucodec", "neuphonic/neucodec", ("model.safetensors", "config.json")),),
     detect=_detect,
+    onnx="..xcodec2.onnx:onnx_graphs",  # X-Codec2's graphs at NeuCodec's rates
     llm_schemes={"neutts": ".llm:NeuTTSIds"},
 )

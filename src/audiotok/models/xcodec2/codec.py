@@ -94,13 +94,23 @@ class XCodec2Codec(Codec):
         indices = indices.cpu()
         return [indices[i : i + 1, :n] for i, n in enumerate(frames)]
 
+    @property
+    def audio_extra_frames(self) -> int:
+        """Frames of padded audio beyond the frames of codes it gives (1 when the semantic
+        features are framed without centre padding: NeuCodec's N // 320 codes from
+        N // 320 + 1 padded frames)."""
+        return 0 if self.model.config.semantic_centre else 1
+
     def _encode_windowed(self, item: AudioItem, frames: int) -> torch.Tensor:
-        """Windows of one long item; the semantic features are those of the whole signal."""
+        """Windows of one long item; the semantic features are those of the whole signal, and
+        a window's audio has its frames of codes and audio_extra_frames more, as a whole
+        item's."""
         audio, _ = self._padded([item])
         features, _ = self.model.features(audio)
-        hop = self.input_samples_per_frame
-        pieces = [self.model.encode(audio[..., a * hop : b * hop], features=features[:, a:b])
-                  [:, keep].cpu() for a, b, keep in self._windows(frames)]
+        hop, extra = self.input_samples_per_frame, self.audio_extra_frames
+        pieces = [self.model.encode(audio[..., a * hop : (b + extra) * hop],
+                                    features=features[:, a:b])[:, keep].cpu()
+                  for a, b, keep in self._windows(frames)]
         return torch.cat(pieces, -1)
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

@@ -22,6 +22,10 @@ function authHeaders(extra = {}) {
   return key ? { ...extra, Authorization: "Bearer " + key } : extra;
 }
 
+function codebooks(n) {
+  return n === 1 ? "1 codebook" : `${n} codebooks`;
+}
+
 async function api(path, options = {}) {
   let r;
   try {
@@ -46,7 +50,7 @@ async function loadModels() {
       models[m.name] = m;
       const opt = document.createElement("option");
       opt.value = m.name;
-      opt.textContent = `${m.name} (${m.model}, ${m.sample_rate} Hz, ${m.num_codebooks} codebooks)`;
+      opt.textContent = `${m.name} (${m.model}, ${m.sample_rate} Hz, ${codebooks(m.num_codebooks)})`;
       select.appendChild(opt);
     }
     $("go").disabled = doc.models.length === 0;
@@ -218,7 +222,7 @@ async function reconstruct() {
     } catch (e) { /* a format the browser cannot decode: no picture of the original */ }
     drawTokens($("tokens"), enc.tokens, model.codebook_sizes);
     $("f-input").textContent = `${inputSeconds.toFixed(2)} s at ${enc.source_sample_rate} Hz`;
-    $("f-tokens").textContent = `${enc.frames} frames x ${enc.tokens.length} codebooks ` +
+    $("f-tokens").textContent = `${enc.frames} frames x ${codebooks(enc.tokens.length)} ` +
       `(${model.frame_rate.toFixed(2)} frames/s)`;
     $("f-bitrate").textContent = `${(model.bitrate_bps / 1000).toFixed(2)} kbit/s`;
     $("f-encode").textContent = `${enc.encode_seconds.toFixed(2)} s on the server ` +

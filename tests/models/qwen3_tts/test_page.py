@@ -1,0 +1,62 @@
+"""The demo page with the codecs of issue 27 served side by side, in a real browser (headless
+Chromium, driven by Playwright): the Qwen3-TTS tokenizer (24 kHz, 16 codebooks) and NeuCodec
+(16 kHz in, 24 kHz out, one codebook) each reconstruct the shipped speech sample in one request
+and streamed. One server and one browser for both (each costs seconds to start)."""
+
+import math
+import os
+import signal
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("playwright.sync_api")
+from tests.models.neucodec.conftest import small  # noqa: E402, F401
+from tests.pipeline.conftest import SPEECH  # noqa: E402
+from tests.server.conftest import start_server  # noqa: E402
+from tests.server.test_page import (  # noqa: E402, F401
+    BLANK,
+    CHROMIUM,
+    page,
+    run,
+    run_streamed,
+)
+
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install "
+                                                          "chromium)")
+
+
+@pytest.fixture(scope="module")
+def server(qwen_small, small):  # noqa: F811
+    p, base, _ = start_server("--step-wait-ms", "5", "-m", f"neucodec={small[1]}",
+                              model=f"qwen={qwen_small[1]['model']}")
+    yield base
+    os.kill(p.pid, signal.SIGTERM)
+    p.wait(timeout=60)
+
+
+@pytest.mark.parametrize("name, title, codebooks, frame_seconds", [
+    ("qwen", "Qwen3-TTS 12 Hz tokenizer", 16, 0.08),
+    ("neucodec", "NeuCodec", 1, 0.02),
+])
+def test_reconstructs_whole_and_streamed(page, name, title, codebooks,  # noqa: F811
+                                         frame_seconds, tmp_path):
+    option = page.locator(f"#model option[value='{name}']")
+    plural = "" if codebooks == 1 else "s"
+    assert f"({title}, 24000 Hz, {codebooks} codebook{plural})" in option.inner_text()
+    page.select_option("#model", name)
+    page.set_input_files("#file", str(SPEECH))
+    assert run(page) == "done", page.inner_text("#error")
+    result = page.evaluate("window.audiotokResult")
+    assert result["frameSeconds"] == frame_seconds
+    frames = result["inputSeconds"] / frame_seconds
+    # Qwen: ceil(N / 1920) frames; NeuCodec: N // 320 (of the 16 kHz input)
+    assert result["frames"] == (math.ceil(frames - 1e-9) if name == "qwen"
+                                else math.floor(frames + 1e-9))
+    assert abs(result["outputSeconds"] - result["inputSeconds"]) <= frame_seconds
+    for canvas in ("spec-orig", "spec-rec", "tokens"):
+        assert page.evaluate(BLANK, canvas) > 50, f"{canvas} is blank"
+    tokens = page.inner_text("#f-tokens")
+    assert f"{result['frames']} frames x {codebooks} codebook{plural} (" in tokens
+    run_streamed(page)
+    page.screenshot(path=str(tmp_path / f"{name}_page.png"), full_page=True)
