@@ -74,8 +74,22 @@ def test_reconstruct_shows_audio_pictures_and_numbers(page, tmp_path):
     page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
 
 
-def run_streamed(page) -> None:
-    """Reconstruct the uploaded file streamed; check the page reports first audio."""
+def speech_clip(folder, seconds: float):
+    """The first `seconds` of the speech sample, as a WAV file in `folder` (a streamed run plays
+    at real-time pace, so a short file keeps a test short)."""
+    import soundfile as sf
+
+    audio, rate = sf.read(SPEECH, dtype="float32")
+    path = folder / f"speech_{seconds:g}s.wav"
+    sf.write(path, audio[: int(seconds * rate)], rate)
+    return path
+
+
+def run_streamed(page, upload=None) -> None:
+    """Reconstruct the uploaded file (or `upload`) streamed; check the page reports first
+    audio."""
+    if upload is not None:
+        page.set_input_files("#file", str(upload))
     page.check("#stream")
     try:
         assert run(page) == "done", page.inner_text("#error")

@@ -17,6 +17,7 @@ from tests.server.test_page import (  # noqa: E402, F401
     page,
     run,
     run_streamed,
+    speech_clip,
 )
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install "
@@ -43,5 +44,5 @@ def test_mimi_reconstructs_whole_and_streamed(page, tmp_path):  # noqa: F811
     for canvas in ("spec-orig", "spec-rec", "tokens"):
         assert page.evaluate(BLANK, canvas) > 50, f"{canvas} is blank"
     assert f"{result['frames']} frames x 4 codebooks" in page.inner_text("#f-tokens")
-    run_streamed(page)
+    run_streamed(page, speech_clip(tmp_path, 2.5))
     page.screenshot(path=str(tmp_path / "mimi_page.png"), full_page=True)

@@ -20,6 +20,7 @@ from tests.server.test_page import (  # noqa: E402, F401
     page,
     run,
     run_streamed,
+    speech_clip,
 )
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install "
@@ -58,5 +59,5 @@ def test_reconstructs_whole_and_streamed(page, name, title, codebooks,  # noqa: 
         assert page.evaluate(BLANK, canvas) > 50, f"{canvas} is blank"
     tokens = page.inner_text("#f-tokens")
     assert f"{result['frames']} frames x {codebooks} codebook{plural} (" in tokens
-    run_streamed(page)
+    run_streamed(page, speech_clip(tmp_path, 2.5))
     page.screenshot(path=str(tmp_path / f"{name}_page.png"), full_page=True)

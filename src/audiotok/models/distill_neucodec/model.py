@@ -203,17 +203,23 @@ class Residual(nn.Module):
         return self.module(x)
 
 
-def local_attention_bias(mlp: nn.Sequential, window: int) -> torch.Tensor:
-    """[heads, W, 2W]: the MLP of the distance from query i (at W + i) to key j."""
+def local_attention_masks(mlp: nn.Sequential, window: int) -> torch.Tensor:
+    """Additive masks [2, heads, W, 2W] of query i (at W + i) and key j (the window before, then
+    the query's own): the MLP of their distance where the query sees the key, -inf where it does
+    not (a later key; [0], the first window's: every key of the window before, none)."""
     table = mlp(torch.arange(2 * window, dtype=torch.float, device=mlp[0].weight.device)[:, None])
     i = torch.arange(window, 2 * window, device=table.device)[:, None]
     j = torch.arange(2 * window, device=table.device)[None, :]
-    return table[(i - j).abs()].permute(2, 0, 1)
+    bias = table[(i - j).abs()].permute(2, 0, 1)
+    later = bias.masked_fill(j > i, float("-inf"))
+    return torch.stack([later.masked_fill(j < window, float("-inf")), later])
 
 
 class LocalAttention(nn.Module):
     """Block-causal local attention: the sequence in windows of W steps; a query sees the keys
-    of its own window and the one before, up to itself; a bias per head and distance."""
+    of its own window and the one before, up to itself; a bias per head and distance. Each
+    window attends as one batch row of scaled_dot_product_attention (its fused kernel, without
+    the [W, 2W] scores in memory), the first window with its own mask."""
 
     def __init__(self, dim: int, heads: int, head_dim: int, window: int):
         super().__init__()
@@ -222,26 +228,29 @@ class LocalAttention(nn.Module):
         self.to_qkv = nn.Linear(dim, 3 * heads * head_dim, bias=False)
         self.to_out = nn.Linear(heads * head_dim, dim, bias=False)
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
-        w = self.window
+        w, h = self.window, self.heads
         n = (t + w - 1) // w * w  # (not -(-t // w): ONNX divides integers towards zero)
-        q, k, v = (F.pad(z, (0, 0, 0, n - t)).view(b, n, self.heads, -1).transpose(1, 2)
-                   for z in self.to_qkv(self.norm(x)).chunk(3, -1))
         windows = n // w
-        q = q.reshape(b, self.heads, windows, w, -1) * q.shape[-1] ** -0.5
+        # [B, windows, H, W, d]
+        q, k, v = (F.pad(z, (0, 0, 0, n - t)).view(b, windows, w, h, -1).transpose(2, 3)
+                   for z in self.to_qkv(self.norm(x)).chunk(3, -1))
+        d = q.shape[-1]
+        q = q * d ** -0.5
+        # [B, windows, H, 2W, d]: the window before (zeros before the first), then this one
+        k, v = (torch.cat([F.pad(z, (0, 0, 0, 0, 0, 0, 1, 0))[:, :-1], z], 3) for z in (k, v))
 
-        def around(z):  # [B, H, windows, 2W, d]: the window before, then this one
-            z = z.reshape(b, self.heads, windows, w, -1)
-            return torch.cat([F.pad(z, (0, 0, 0, 0, 1, 0))[:, :, :-1], z], 3)
+        def attend(start: int, count, mask: torch.Tensor) -> torch.Tensor:
+            """Windows start..start + count as rows of one batch."""
+            qs, ks, vs = (z[:, start: start + count].reshape(b * count, h, z.shape[3], d)
+                          for z in (q, k, v))
+            y = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=mask, scale=1.0)
+            return y.view(b, count, h, w, d)
 
-        sim = q @ around(k).transpose(-1, -2) + bias[:, None]
-        pos = torch.arange(n, device=x.device).view(windows, w)
-        key_pos = torch.cat([F.pad(pos, (0, 0, 1, 0), value=-1)[:-1], pos], 1)  # [windows, 2W]
-        masked = (key_pos[:, None, :] > pos[:, :, None]) | (key_pos[:, None, :] < 0)
-        sim = sim.masked_fill(masked, -torch.finfo(sim.dtype).max)
-        y = sim.softmax(-1) @ around(v)
-        y = y.reshape(b, self.heads, n, -1)[:, :, :t].transpose(1, 2).reshape(b, t, -1)
+        # masks [1, H, W, 2W]: 4-D, as the fused CPU kernel takes them (3-D ones: the plain one)
+        y = torch.cat([attend(0, 1, masks[0:1]), attend(1, windows - 1, masks[1:2])], 1)
+        y = y.transpose(2, 3).reshape(b, n, -1)[:, :t]
         return self.to_out(y)
 
 
@@ -270,9 +279,9 @@ class LocalTrans(nn.Module):
                            FeedForward(dim, int(dim * 4 * 2 / 3))]) for _ in range(depth))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        bias = local_attention_bias(self.dynamic_pos_bias.mlp, self.window)
+        masks = local_attention_masks(self.dynamic_pos_bias.mlp, self.window)
         for attn, ff in self.layers:
-            x = attn(x, bias) + x
+            x = attn(x, masks) + x
             x = ff(x) + x
         return x
 
