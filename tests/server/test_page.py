@@ -15,8 +15,9 @@ from tests.pipeline.conftest import SPEECH  # noqa: E402
 from tests.server.conftest import start_server  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install "
-                                                          "chromium)")
+NEEDS_CHROMIUM = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install "
+                                                             "chromium)")
+pytestmark = NEEDS_CHROMIUM
 
 BLANK = """(id) => {
   const c = document.getElementById(id), d = c.getContext('2d').getImageData(0, 0, c.width,
@@ -27,12 +28,18 @@ BLANK = """(id) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def server():
-    p, base, _ = start_server("--step-wait-ms", "5")
+def serving(*args: str, **kw):
+    """`audiotok serve` (start_server's arguments) for a module's `server` fixture: its address,
+    then SIGTERM and the exit."""
+    p, base, _ = start_server("--step-wait-ms", "5", *args, **kw)
     yield base
     os.kill(p.pid, signal.SIGTERM)
     p.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def server():
+    yield from serving()
 
 
 @pytest.fixture(scope="module")

@@ -2,34 +2,28 @@
 reconstruct the shipped speech sample in one request and streamed."""
 
 import math
-import os
-import signal
 
 import pytest
 
 pytest.importorskip("fastapi")
 pytest.importorskip("playwright.sync_api")
 from tests.pipeline.conftest import SPEECH  # noqa: E402
-from tests.server.conftest import start_server  # noqa: E402
 from tests.server.test_page import (  # noqa: E402, F401
     BLANK,
-    CHROMIUM,
+    NEEDS_CHROMIUM,
     page,
     run,
     run_streamed,
+    serving,
     speech_clip,
 )
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install "
-                                                          "chromium)")
+pytestmark = NEEDS_CHROMIUM
 
 
 @pytest.fixture(scope="module")
 def server(mimi_files):
-    p, base, _ = start_server("--step-wait-ms", "5", model=str(mimi_files[3]))
-    yield base
-    os.kill(p.pid, signal.SIGTERM)
-    p.wait(timeout=60)
+    yield from serving(model=str(mimi_files[3]))
 
 
 def test_mimi_reconstructs_whole_and_streamed(page, tmp_path):  # noqa: F811

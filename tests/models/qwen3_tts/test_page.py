@@ -4,8 +4,6 @@ Chromium, driven by Playwright): the Qwen3-TTS tokenizer (24 kHz, 16 codebooks) 
 and streamed. One server and one browser for both (each costs seconds to start)."""
 
 import math
-import os
-import signal
 
 import pytest
 
@@ -13,27 +11,22 @@ pytest.importorskip("fastapi")
 pytest.importorskip("playwright.sync_api")
 from tests.models.neucodec.conftest import small  # noqa: E402, F401
 from tests.pipeline.conftest import SPEECH  # noqa: E402
-from tests.server.conftest import start_server  # noqa: E402
 from tests.server.test_page import (  # noqa: E402, F401
     BLANK,
-    CHROMIUM,
+    NEEDS_CHROMIUM,
     page,
     run,
     run_streamed,
+    serving,
     speech_clip,
 )
 
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs Chromium (apt-get install "
-                                                          "chromium)")
+pytestmark = NEEDS_CHROMIUM
 
 
 @pytest.fixture(scope="module")
 def server(qwen_small, small):  # noqa: F811
-    p, base, _ = start_server("--step-wait-ms", "5", "-m", f"neucodec={small[1]}",
-                              model=f"qwen={qwen_small[1]['model']}")
-    yield base
-    os.kill(p.pid, signal.SIGTERM)
-    p.wait(timeout=60)
+    yield from serving("-m", f"neucodec={small[1]}", model=f"qwen={qwen_small[1]['model']}")
 
 
 @pytest.mark.parametrize("name, title, codebooks, frame_seconds", [
