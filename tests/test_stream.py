@@ -108,7 +108,12 @@ def test_state_stays_bounded(s2_codec):
         before = sizes
         dec.push(torch.zeros(1, 10, 5, dtype=torch.long))
         assert {n: tuple(v.shape) for n, v in _state_tensors(dec.model)} == before
-    assert all(m.stream is None for m in dec.model.modules() if hasattr(m, "stream"))
+        model = dec.model
+    # the state is dropped at the end, and the stream's copy of the model handed back for reuse
+    assert all(m.stream is None for m in model.modules() if hasattr(m, "stream"))
+    assert dec.model is None
+    with s2_codec.stream_decoder() as again:
+        assert again.model is model
 
 
 def _state_tensors(model):

@@ -25,7 +25,7 @@ from .fileio import atomic_output
 from .models.family import licence_notice
 from .nn.cuda_graphs import GraphCache
 from .nn.precision import set_precision
-from .nn.streaming import stream_copy, streaming
+from .nn.streaming import StreamCopies
 from .tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 
 if TYPE_CHECKING:
@@ -84,6 +84,15 @@ class Codec(FrameMath):
         # model calls by name -> their CUDA graphs (nn/cuda_graphs.py); None: eager execution
         self.graphs: dict[str, GraphCache] | None = (
             {} if cuda_graphs and self.device.type == "cuda" else None)
+
+    _copies: StreamCopies | None = None
+
+    def _stream_copies(self) -> StreamCopies:
+        """Copies of the model with their own streaming state, lent to offline calls that
+        stream long inputs in pieces (kept for reuse: copying takes tens of milliseconds)."""
+        if self._copies is None or self._copies.module is not self.model:
+            self._copies = StreamCopies(self.model)
+        return self._copies
 
     def _run(self, name: str, fn, *args: torch.Tensor) -> torch.Tensor:
         """fn(*args), through a CUDA graph per input shape when graphs are on. `fn` must be the
@@ -249,8 +258,7 @@ class Codec(FrameMath):
         if self.graphs is not None or chunk is None or \
                 audio.shape[-1] <= chunk * self.input_samples_per_frame:
             return self._run("encode", self.model.encode, audio)
-        model = stream_copy(self.model)
-        with streaming(model):
+        with self._stream_copies().streamed() as model:
             return torch.cat([model.encode(piece)
                               for piece in audio.split(chunk * self.input_samples_per_frame, -1)],
                              -1)
@@ -330,8 +338,7 @@ class Codec(FrameMath):
             return self._run("decode", self.model.decode, tokens)
         spf = self.samples_per_frame
         out = torch.empty(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
-        model = stream_copy(self.model)
-        with streaming(model):
+        with self._stream_copies().streamed() as model:
             for i, piece in enumerate(tokens.split(chunk, -1)):
                 out[..., i * chunk * spf : (i * chunk + piece.shape[-1]) * spf] = \
                     model.decode(piece)

@@ -21,7 +21,7 @@ from ._version import __version__
 from .chunking import window_start
 from .codes import Codes
 from .errors import AudioError, CodesError
-from .nn.streaming import stream_copy, streaming
+from .nn.streaming import streaming
 
 
 def _check_batch_size(batch_size) -> None:
@@ -34,10 +34,11 @@ class _Stream:
         _check_batch_size(batch_size)
         self.codec = codec
         self.batch_size = batch_size
-        self.model = stream_copy(codec.model)
+        self.model = None  # inside `with`: a copy of the codec's model with its own state
         self._context = None
 
     def __enter__(self):
+        self.model = self.codec._stream_copies().take()
         self._context = streaming(self.model)
         self._context.__enter__()
         return self
@@ -45,6 +46,9 @@ class _Stream:
     def __exit__(self, *exc):
         self._context.__exit__(*exc)
         self._context = None
+        if exc[0] is None:  # (a copy whose step failed is dropped)
+            self.codec._stream_copies().give(self.model)
+        self.model = None
 
     def _check_open(self):
         if self._context is None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -106,3 +107,34 @@ def stream_copy(module: nn.Module) -> nn.Module:
     state, so several streams (and offline calls) can run on one model."""
     memo = {id(t): t for t in (*module.parameters(), *module.buffers())}
     return copy.deepcopy(module, memo)
+
+
+class StreamCopies:
+    """stream_copy(module)s kept for reuse, at most `keep` of them: `streamed()` lends one in
+    streaming mode. Copying the module tree takes tens of milliseconds (every submodule is
+    deep-copied), which each long offline call that streams its input in pieces would pay."""
+
+    def __init__(self, module: nn.Module, keep: int = 4):
+        self.module, self.keep = module, keep
+        self._free: list[nn.Module] = []
+        self._lock = threading.Lock()
+
+    def take(self) -> nn.Module:
+        """A copy no one else holds, not streaming."""
+        with self._lock:
+            if self._free:
+                return self._free.pop()
+        return stream_copy(self.module)
+
+    def give(self, model: nn.Module) -> None:
+        """Return a copy taken, once its streaming has ended."""
+        with self._lock:
+            if len(self._free) < self.keep:
+                self._free.append(model)
+
+    @contextlib.contextmanager
+    def streamed(self) -> Iterator[nn.Module]:
+        model = self.take()
+        with streaming(model):
+            yield model
+        self.give(model)  # (not after an error: a copy whose step failed is dropped)
