@@ -38,11 +38,17 @@ def test_long_decodes_reuse_one_copy_and_threads_get_their_own(s2_codec, monkeyp
 
 def test_a_copy_is_lent_to_one_call_at_a_time_and_dropped_after_an_error():
     model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    model.register_buffer("scale", torch.ones(2))
     copies = StreamCopies(model, keep=2)
     with copies.streamed() as a, copies.streamed() as b:
         assert a is not b and a[0].weight is model[0].weight  # weights shared
+        assert a.scale is model.scale
     with copies.streamed() as c:
         assert c in (a, b)
     with pytest.raises(RuntimeError), copies.streamed() as d:
         raise RuntimeError("a step failed")
     assert d not in copies._free and len(copies._free) == 1
+    model.to(torch.float64)  # new buffers (the parameters keep their objects)
+    with copies.streamed() as e:
+        assert e not in (a, b) and e.scale is model.scale and e.scale.dtype == torch.float64
+    assert copies._free == [e]

@@ -120,10 +120,15 @@ class StreamCopies:
         self._lock = threading.Lock()
 
     def take(self) -> nn.Module:
-        """A copy no one else holds, not streaming."""
+        """A copy no one else holds, not streaming. A kept copy whose buffers are no longer the
+        module's (`module.to(...)` replaces buffers, while parameters keep their objects) is
+        dropped."""
         with self._lock:
-            if self._free:
-                return self._free.pop()
+            while self._free:
+                model = self._free.pop()
+                if all(a is b for a, b in zip(model.buffers(), self.module.buffers(),
+                                              strict=True)):
+                    return model
         return stream_copy(self.module)
 
     def give(self, model: nn.Module) -> None:
