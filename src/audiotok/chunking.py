@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from .errors import CodesError
+from .errors import AudioError, CodesError
 
 
 def context_windows(frames: int, window: int, context: int) -> Iterator[tuple[int, int, slice]]:
@@ -56,6 +56,7 @@ class FrameMath:
     encodes has the same unless the codec sets `input_rate` (e.g. 16 kHz in and 24 kHz out:
     320 input samples and 480 output samples a frame)."""
 
+    title: str
     sample_rate: int
     samples_per_frame: int
     frame_rule: str
@@ -77,6 +78,20 @@ class FrameMath:
     @property
     def frame_rate(self) -> float:
         return self.sample_rate / self.samples_per_frame
+
+    def rate_facts(self) -> dict:
+        """{"sample_rate": ...}, and "input_sample_rate" when encode takes another rate."""
+        return {"sample_rate": self.sample_rate,
+                **({"input_sample_rate": self.input_rate} if self.input_rate != self.sample_rate
+                   else {})}
+
+    def check_whole_frame(self, num_samples: int, hint: str = "pad it to at least one frame"
+                          ) -> None:
+        """AudioError when `num_samples` input samples give no frame (a rule such as "floor")."""
+        if self.num_frames(num_samples) < 1:
+            raise AudioError(f"{num_samples} samples is less than one {self.title} frame "
+                             f"({self.input_samples_per_frame} samples at {self.input_rate} "
+                             f"Hz); {hint}")
 
     def num_frames(self, num_samples: int) -> int:
         """Code frames for `num_samples` input samples (at input_rate; its frame_rule)."""

@@ -20,7 +20,7 @@ from ._version import __version__
 from .audio import AudioItem, to_items
 from .chunking import FrameMath
 from .codes import Codes
-from .errors import AudioError, AudiotokError, CodesError
+from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
 from .models.family import licence_notice
 from .nn.cuda_graphs import GraphCache
@@ -132,9 +132,7 @@ class Codec(FrameMath):
             "codec": self.name,
             "model": self.title,
             "source": self.source,
-            "sample_rate": self.sample_rate,
-            **({"input_sample_rate": self.input_rate} if self.input_rate != self.sample_rate
-               else {}),
+            **self.rate_facts(),
             "channels": self.channels,
             "samples_per_frame": self.samples_per_frame,
             "frame_rate": self.frame_rate,
@@ -177,11 +175,7 @@ class Codec(FrameMath):
         """
         items = to_items(x, sample_rate, self.input_rate, channels=self.channels)
         for it in items:
-            if self.num_frames(n := it.samples.shape[-1]) < 1:  # a frame rule such as "floor"
-                raise AudioError(
-                    f"{n} samples is less than one {self.title} frame "
-                    f"({self.input_samples_per_frame} samples at {self.input_rate} Hz); "
-                    f"{self.short_input_hint}")
+            self.check_whole_frame(it.samples.shape[-1], self.short_input_hint)
         with torch.inference_mode():
             tokens = self._encode_items(items)
         scales = None

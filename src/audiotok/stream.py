@@ -21,7 +21,6 @@ from ._version import __version__
 from .chunking import window_start
 from .codes import Codes
 from .errors import AudioError, CodesError
-from .nn.streaming import streaming
 
 
 def _check_batch_size(batch_size) -> None:
@@ -38,16 +37,13 @@ class _Stream:
         self._context = None
 
     def __enter__(self):
-        self.model = self.codec._stream_copies().take()
-        self._context = streaming(self.model)
-        self._context.__enter__()
+        self._context = self.codec._stream_copies().streamed()
+        self.model = self._context.__enter__()
         return self
 
     def __exit__(self, *exc):
         self._context.__exit__(*exc)
         self._context = None
-        if exc[0] is None:  # (a copy whose step failed is dropped)
-            self.codec._stream_copies().give(self.model)
         self.model = None
 
     def _check_open(self):

@@ -114,10 +114,8 @@ def export_onnx(codec, out: str | os.PathLike, *, max_push_frames: int | None = 
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise AudiotokError(f"{out}: exists and is not an empty folder")
     facts = {"format": FORMAT, "format_version": FORMAT_VERSION, "audiotok_version": __version__,
-             "codec": codec.name, "model": codec.title, "sample_rate": codec.sample_rate,
+             "codec": codec.name, "model": codec.title, **codec.rate_facts(),
              "samples_per_frame": codec.samples_per_frame, "num_codebooks": codec.num_codebooks,
-             **({"input_sample_rate": codec.input_rate} if codec.input_rate != codec.sample_rate
-                else {}),
              "codebook_sizes": list(codec.codebook_sizes), "causal": bool(codec.causal),
              "frame_rule": codec.frame_rule, "licence": codec.licence,
              "source": os.path.basename(str(codec.source))}

@@ -13,7 +13,7 @@ from .._version import __version__
 from ..audio import to_items
 from ..chunking import FrameMath, context_windows, frame_segments, segment_rule, segments_span
 from ..codes import Codes, as_numpy
-from ..errors import AudioError, AudiotokError, CheckpointError, CodesError
+from ..errors import AudiotokError, CheckpointError, CodesError
 from ..models.family import licence_notice
 from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 from . import segments
@@ -88,9 +88,7 @@ class OnnxCodec(FrameMath):
 
     def info(self) -> dict:
         return {"codec": self.name, "model": self.title, "runtime": "onnxruntime",
-                "sample_rate": self.sample_rate, "samples_per_frame": self.samples_per_frame,
-                **({"input_sample_rate": self.input_rate} if self.input_rate != self.sample_rate
-                   else {}),
+                **self.rate_facts(), "samples_per_frame": self.samples_per_frame,
                 "frame_rate": self.frame_rate, "num_codebooks": self.num_codebooks,
                 "codebook_sizes": list(self.codebook_sizes), "channels": self.channels,
                 "licence": self.licence, "folder": str(self.folder)}
@@ -101,10 +99,7 @@ class OnnxCodec(FrameMath):
         arrays, lists of items of any lengths and channel counts), resampled and downmixed."""
         items = to_items(x, sample_rate, self.input_rate, arrays=True, channels=self.channels)
         for it in items:
-            if self.num_frames(n := it.samples.shape[-1]) < 1:  # a frame rule such as "floor"
-                raise AudioError(f"{n} samples is less than one {self.title} frame "
-                                 f"({self.input_samples_per_frame} samples at {self.input_rate} "
-                                 "Hz); pad it to at least one frame")
+            self.check_whole_frame(it.samples.shape[-1])
         if self.segments is not None:
             return self._encode_segments(items)
         frames = [self.num_frames(it.samples.size) for it in items]

@@ -5,10 +5,8 @@ import math
 
 import pytest
 
-pytest.importorskip("fastapi")
-pytest.importorskip("playwright.sync_api")
-from tests.pipeline.conftest import SPEECH  # noqa: E402
-from tests.server.test_page import (  # noqa: E402, F401
+from tests.pipeline.conftest import SPEECH
+from tests.server.test_page import (  # noqa: F401
     BLANK,
     NEEDS_CHROMIUM,
     page,

@@ -27,10 +27,10 @@ def neucodec_folder(small, tmp_path_factory):
     from audiotok.models.neucodec.codec import NeuCodecCodec
     from audiotok.models.xcodec2.model import XCodec2Model
 
-    config = audiotok.load(small[1]).model.config
-    config = replace(config, semantic=replace(config.semantic, num_hidden_layers=2))
+    full = audiotok.load(small[1]).model
+    config = replace(full.config, semantic=replace(full.config.semantic, num_hidden_layers=2))
     model = XCodec2Model(config)
-    missing, _ = model.load_state_dict(audiotok.load(small[1]).model.state_dict(), strict=False)
+    missing, _ = model.load_state_dict(full.state_dict(), strict=False)
     assert not missing
     folder = tmp_path_factory.mktemp("neucodec_2_layers")
     NeuCodecCodec(model.eval(), source="2 layers").save_pretrained(folder)
@@ -59,9 +59,9 @@ def check_runtime(runtime, codec, lengths, seed: int) -> None:
         want, got = codec.encode(x, 16000), runtime.encode(x, 16000)
         assert np.array_equal(got.tokens, want.tokens.numpy()), x.size
         assert got.num_samples.tolist() == want.num_samples.tolist(), x.size
-        audio = runtime.decode(got)
-        assert audio.shape == tuple(codec.decode(want).shape)
-        assert np.abs(audio - codec.decode(want).numpy()).max() <= 1e-4, x.size
+        audio, want_audio = runtime.decode(got), codec.decode(want).numpy()
+        assert audio.shape == want_audio.shape
+        assert np.abs(audio - want_audio).max() <= 1e-4, x.size
     batch, want = runtime.encode(items, 16000), codec.encode(items, 16000)
     assert np.array_equal(batch.tokens, want.tokens.numpy())
     assert len(np.unique(batch.tokens)) > 20  # the codes vary (random weights, filled)
@@ -98,10 +98,9 @@ def test_neucodec_runtime_equals_the_torch_codec(neucodec_folder, neucodec_onnx,
     # long inputs in the torch codec's windows (made short here: 60 frames, 10 each side)
     small_windows = tmp_path / "small_windows"
     small_windows.mkdir()
-    for f in neucodec_onnx.iterdir():
+    for f in neucodec_onnx.glob("*.onnx*"):  # the graphs as they are, another manifest
         (small_windows / f.name).symlink_to(f)
     manifest = json.loads((neucodec_onnx / "audiotok_onnx.json").read_text())
-    (small_windows / "audiotok_onnx.json").unlink()
     (small_windows / "audiotok_onnx.json").write_text(json.dumps(
         {**manifest, "window_frames": 60, "context_frames": 10}))
     windowed = audiotok.load(small_windows, threads=1)
