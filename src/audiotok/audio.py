@@ -98,7 +98,8 @@ def write_audio(path: str | os.PathLike, samples: np.ndarray | torch.Tensor, sam
 
 def write_audio_bytes(samples: np.ndarray, sample_rate: int, kind: str = "WAV",
                       subtype: str | None = None) -> bytes:
-    """Mono samples [N] as an audio file in memory (kind: a soundfile format, e.g. WAV)."""
+    """Samples [N] (or [N, C]) as an audio file in memory (kind: a soundfile format, e.g.
+    WAV)."""
     buf = io.BytesIO()
     sf.write(buf, np.asarray(samples, dtype=np.float32), sample_rate, format=kind,
              subtype=subtype)

@@ -105,6 +105,12 @@ class FrameMath:
         return min(-(-num_samples * self.sample_rate // self.input_rate),
                    self.num_frames(num_samples) * self.samples_per_frame)
 
+    def segments(self, frames: int) -> int:
+        """Segments of an item of `frames` frames, for a "segments:L:S" frame rule (codes that
+        carry a scale per segment)."""
+        length, stride = segment_rule(self.frame_rule)
+        return len(frame_segments(frames, length, stride, self.samples_per_frame))
+
 
 def segment_rule(rule: str) -> tuple[int, int]:
     """(samples a segment, samples between segment starts) of a "segments:L:S" frame rule."""

@@ -10,10 +10,10 @@ from .errors import EngineBusy, EngineError, StreamClosed
 from .settings import EngineSettings, WindowSettings
 
 _LAZY = {"Engine": ".engine", "EngineStats": ".engine", "DecodeStream": ".streams",
-         "EncodeStream": ".streams"}
+         "EncodeStream": ".streams", "ScaledTokens": ".batches"}
 
 __all__ = ["DecodeStream", "EncodeStream", "Engine", "EngineBusy", "EngineError",
-           "EngineSettings", "EngineStats", "StreamClosed", "WindowSettings"]
+           "EngineSettings", "EngineStats", "ScaledTokens", "StreamClosed", "WindowSettings"]
 
 
 def __getattr__(name: str):

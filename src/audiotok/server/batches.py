@@ -13,6 +13,7 @@ stream with more waiting gets the rest in later steps.
 from __future__ import annotations
 
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -322,8 +323,8 @@ class StatefulDecode(_Stateful):
         codes come (its first samples alone would be a few ms ahead of the next ones)."""
         if s.samples_out:
             return audio
-        held = audio if s.first_audio is None else np.concatenate([s.first_audio, audio])
-        if held.size < self.codec.samples_per_frame and not s.ended:
+        held = audio if s.first_audio is None else np.concatenate([s.first_audio, audio], -1)
+        if held.shape[-1] < self.codec.samples_per_frame and not s.ended:
             s.first_audio = held
             return audio[:0]
         s.first_audio = None
@@ -376,23 +377,138 @@ class StatefulEncode(_Stateful):
         return [t.cpu().numpy() for t in self._run(streams, work, end)]
 
 
-def run_offline(codec, kind: str, payloads: list) -> list[np.ndarray]:
+class _Scaled:
+    """Streams of a codec whose codes carry segment scales (Codec.codes_carry_scales), through
+    its own segment streams: a segment is encoded or decoded whole once its input is in (a
+    second of audio), so each stream runs alone (two streams rarely complete a segment in one
+    step). Each step advances a copy of a stream's inner stream, kept once every stream of the
+    step has run (the engine retries a failed step stream by stream)."""
+
+    mode = "segments"
+
+    def warm_shapes(self, rows: int) -> list[tuple[int, int]]:
+        return [(1, 1)]
+
+    def warm(self, slots: list, frames: int) -> None:
+        """One whole segment of silence (Engine.start_warmup)."""
+        self._run_all([self._warm_work()], [None])
+
+    def _run_all(self, work: list, inners: list) -> tuple[list, list[np.ndarray]]:
+        new, out = [], []
+        with torch.inference_mode():
+            for w, inner in zip(work, inners, strict=True):
+                inner = self._make() if inner is None else inner.copy()
+                new.append(inner)
+                out.append(self._advance(inner, *w).cpu().numpy()[0])
+        return new, out
+
+    def run(self, streams: list, work: list) -> list[np.ndarray]:
+        new, out = self._run_all(work, [s.inner for s in streams])
+        for s, inner, w in zip(streams, new, work, strict=True):
+            s.inner, s.ended = inner, s.ended or w[-1]
+        return out
+
+
+class ScaledDecode(_Scaled, StatefulDecode):
+    """Decode streams, tokens and scales pushed in any order (DecodeStream.push)."""
+
+    def ready(self, s: DecodeStream) -> bool:
+        return s.held > 0 or bool(s.scales_pending) or (s.state == "finishing" and not s.ended)
+
+    def gather(self, streams: list[DecodeStream]) -> list[tuple]:
+        """(tokens [K, t], scales [j] or None, whether the stream ends) of each stream."""
+        work = []
+        for s in streams:
+            tokens = s.take(s.held) if s.held else self._silence(1, 0)[0]
+            scales = np.concatenate(s.scales_pending) if s.scales_pending else None
+            s.scales_pending.clear()
+            work.append((tokens, scales, s.state == "finishing"))
+        return work
+
+    def _warm_work(self) -> tuple:
+        frames = self.codec.num_frames(self.codec.sample_rate)  # a second: a whole segment
+        return self._silence(1, frames + 1)[0], np.ones(2, np.float32), True
+
+    def _advance(self, inner, tokens, scales, end) -> torch.Tensor:
+        y = inner.push(tokens[None].to(self.codec.device),
+                       None if scales is None else torch.from_numpy(scales)[None])
+        return (torch.cat([y, inner.finish()], -1) if end else y).float()
+
+    def run(self, streams: list[DecodeStream], work: list) -> list[np.ndarray]:
+        out = _Scaled.run(self, streams, work)
+        return [self._first_chunk(s, a) for s, a in zip(streams, out, strict=True)]
+
+
+class ScaledEncode(_Scaled, StatefulEncode):
+    """Encode streams: every whole frame's samples pushed as they come; a segment's tokens
+    and scale once its samples are in (EncodeStream.scales)."""
+
+    def gather(self, streams: list[EncodeStream]) -> list[tuple]:
+        """(audio [C, n] or None, whether the stream ends) of each stream."""
+        work = []
+        for s in streams:
+            x = s.take(s.frames_ready()) if s.frames_ready() else None
+            end = s.state == "finishing"
+            if end:
+                rest = s.take_rest()
+                x = rest if x is None else np.concatenate([x, rest], -1)
+            work.append((x, end))
+        return work
+
+    def _warm_work(self) -> tuple:
+        return np.zeros((self.codec.channels, self.codec.input_rate), np.float32), True
+
+    def _advance(self, inner, audio, end) -> torch.Tensor:
+        y = None
+        if audio is not None and audio.shape[-1]:
+            x = torch.from_numpy(audio).reshape(1, self.codec.channels, -1)
+            y = inner.push(x.to(self.codec.device, self.codec.dtype))
+        if end:
+            rest = inner.finish()
+            y = rest if y is None else torch.cat([y, rest], -1)
+        return y if y is not None else self._silence_tokens()
+
+    def _silence_tokens(self) -> torch.Tensor:
+        return torch.zeros(1, self.codec.num_codebooks, 0, dtype=torch.long)
+
+
+class ScaledTokens(NamedTuple):
+    """An encode's tokens [K, T] and its segments' scales [S], for codes that carry them."""
+
+    tokens: np.ndarray
+    scales: np.ndarray
+
+
+def run_offline(codec, kind: str, payloads: list) -> list:
     """One padded batch of whole requests (per-item results equal one-at-a-time calls).
-    encode: audio float32 [n] at the codec's input rate -> tokens int64 [K, T];
-    decode: (tokens [K, T], num_samples or None) -> audio float32 [N]."""
+    encode: audio float32 [n] ([C, n]) at the codec's input rate -> tokens int64 [K, T] (codes
+    that carry scales: ScaledTokens); decode: (tokens [K, T], num_samples or None, scales [S]
+    or None) -> audio float32 [N] ([C, N] for C > 1 channels)."""
     if kind == "encode":
         codes = codec.encode([torch.from_numpy(a) for a in payloads], codec.input_rate)
         tokens = codes.tokens.numpy()
-        return [tokens[i, :, :n] for i, n in enumerate(codes.lengths.tolist())]
-    lengths = [t.shape[1] for t, _ in payloads]
+        out = [tokens[i, :, :n] for i, n in enumerate(codes.lengths.tolist())]
+        if codes.scales is None:
+            return out
+        return [ScaledTokens(t, codes.scales[i, : codec.segments(t.shape[1])].numpy())
+                for i, t in enumerate(out)]
+    lengths = [t.shape[1] for t, _, _ in payloads]
     tokens = torch.zeros(len(payloads), codec.num_codebooks, max(lengths), dtype=torch.long)
-    for i, (t, _) in enumerate(payloads):
+    for i, (t, _, _) in enumerate(payloads):
         tokens[i, :, : t.shape[1]] = t
+    scales = None
+    if any(sc is not None for _, _, sc in payloads):  # those without: ones (unscaled)
+        scales = torch.ones(len(payloads), max(codec.segments(n) for n in lengths))
+        for i, (_, _, sc) in enumerate(payloads):
+            if sc is not None:
+                scales[i, : sc.shape[0]] = torch.from_numpy(sc)
     spf = codec.samples_per_frame
     num_samples = torch.tensor([n * spf if ns is None else ns
-                                for n, (_, ns) in zip(lengths, payloads, strict=True)])
+                                for n, (_, ns, _) in zip(lengths, payloads, strict=True)])
     audio = codec.decode(Codes(tokens, torch.tensor(lengths), codec=codec.name,
                                sample_rate=codec.sample_rate, samples_per_frame=spf,
-                               num_samples=num_samples)).numpy()
+                               num_samples=num_samples, scales=scales)).numpy()
     n_out = codec.audio_lengths(torch.tensor(lengths), num_samples).tolist()
+    if codec.channels > 1:
+        return [audio[i, :, :n] for i, n in enumerate(n_out)]
     return [audio[i, 0, :n] for i, n in enumerate(n_out)]

@@ -10,6 +10,11 @@
 
     with DecodeStreamClient(url, ids="orpheus") as s:   # a language model's ids instead
         s.send_ids([128266, 132362])     # any count; s.send_text("<custom_token_10>") alike
+
+A codec of C > 1 channels (`ready["channels"]`) gives PCM [C, n] and takes audio [C, n] (or
+mono [n]); for codes that carry segment scales (EnCodec 48 kHz), a decode stream takes them
+with `send(tokens, scales)` or `send_scales(scales)`, and an encode stream's `scales` holds
+every segment's scale received so far.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .protocol import pcm_samples, tokens_from_binary, tokens_to_binary
+from .protocol import interleaved, pcm_bytes, pcm_samples, tokens_from_binary, tokens_to_binary
 
 
 class StreamError(RuntimeError):
@@ -126,12 +131,20 @@ class DecodeStreamClient(_Client):
         self.sample_format = sample_format
         self.binary = binary
 
-    def send(self, tokens) -> None:
+    def send(self, tokens, scales=None) -> None:
+        """Tokens [K, t]; `scales`: the next segments' scales, for codes that carry them."""
+        if scales is not None:
+            self.send_scales(scales)
         t = np.asarray(tokens)
         if self.binary:
             self._send(tokens_to_binary(t))
         else:
             self._send(json.dumps({"type": "tokens", "tokens": t.tolist()}))
+
+    def send_scales(self, scales) -> None:
+        """The scales of the next segments (codes that carry them), in any pieces."""
+        self._send(json.dumps({"type": "scales",
+                               "scales": np.asarray(scales, dtype=float).reshape(-1).tolist()}))
 
     def send_ids(self, ids) -> None:
         """Language model ids (a stream opened with ids=...), any count."""
@@ -146,8 +159,11 @@ class DecodeStreamClient(_Client):
         self._send(json.dumps({"type": "text", "text": text}))
 
     def recv(self, timeout: float | None = None) -> np.ndarray | None:
+        """The next PCM: [n], or [C, n] for a codec of C > 1 channels; None at the end."""
         out = self._next(timeout)
-        return None if out is None else pcm_samples(out, self.sample_format)
+        if out is None:
+            return None
+        return interleaved(pcm_samples(out, self.sample_format), self.ready.get("channels", 1))
 
 
 class EncodeStreamClient(_Client):
@@ -156,24 +172,33 @@ class EncodeStreamClient(_Client):
     path = "/v1/stream/encode"
 
     def __init__(self, url: str, model: str | None = None, *, sample_rate: int | None = None,
-                 sample_format: str = "f32le", **kw):
+                 sample_format: str = "f32le", channels: int | None = None, **kw):
         start = {"sample_format": sample_format, "token_format": "binary"}
         if model is not None:
             start["model"] = model
         if sample_rate is not None:
             start["sample_rate"] = sample_rate
+        if channels is not None:  # 1: mono input for a stereo codec (on both channels)
+            start["channels"] = channels
         super().__init__(url, start, **kw)
         self.sample_format = sample_format
+        self.channels = self.ready.get("input_channels", 1)
+        self.scales: list[float] = []  # every segment's scale so far (codes that carry them)
 
     def send(self, audio) -> None:
+        """Audio [n], or [C, n] for a stream of C > 1 input channels."""
         x = np.asarray(audio, dtype=np.float32)
-        if self.sample_format == "s16le":
-            self._send((np.clip(x, -1, 1) * 32767).round().astype("<i2").tobytes())
-        else:
-            self._send(x.astype("<f4").tobytes())
+        if x.ndim != (1 if self.channels == 1 else 2) or \
+                (x.ndim == 2 and x.shape[0] != self.channels):
+            want = "[n]" if self.channels == 1 else f"[{self.channels}, n]"
+            raise ValueError(f"audio must be {want}, got shape {x.shape}")
+        self._send(pcm_bytes(x, self.sample_format))
 
     def recv(self, timeout: float | None = None) -> np.ndarray | None:
-        out = self._next(timeout)
+        """The next tokens [K, t]; None at the end."""
+        while isinstance(out := self._next(timeout), dict):  # a scales message
+            if out.get("type") == "scales":
+                self.scales += out["scales"]
         return None if out is None else tokens_from_binary(out, self.ready["num_codebooks"])
 
 
@@ -186,10 +211,11 @@ class StreamTimes:
 
 
 def stream_decode(url: str, tokens, model: str | None = None, *, push_frames: int = 1,
-                  realtime: bool = False, **kw) -> tuple[np.ndarray, dict, StreamTimes]:
-    """Decode tokens [K, T] through a WebSocket stream, `push_frames` per message (every
-    push_frames / frame_rate seconds with realtime=True). Returns the audio, the server's
-    summary and the times."""
+                  realtime: bool = False, scales=None, **kw
+                  ) -> tuple[np.ndarray, dict, StreamTimes]:
+    """Decode tokens [K, T] (and their segments' scales, for codes that carry them) through a
+    WebSocket stream, `push_frames` per message (every push_frames / frame_rate seconds with
+    realtime=True). Returns the audio ([N] or [C, N]), the server's summary and the times."""
     tokens = np.asarray(tokens)
     times = StreamTimes()
     with DecodeStreamClient(url, model, **kw) as s:
@@ -199,6 +225,8 @@ def stream_decode(url: str, tokens, model: str | None = None, *, push_frames: in
         def sender():
             try:
                 start = time.monotonic()
+                if scales is not None:
+                    s.send_scales(scales)
                 for i, a in enumerate(range(0, tokens.shape[1], push_frames)):
                     if realtime:
                         time.sleep(max(0.0, start + i * push_frames / rate - time.monotonic()))
@@ -212,10 +240,12 @@ def stream_decode(url: str, tokens, model: str | None = None, *, push_frames: in
         thread.start()
         chunks = []
         while (pcm := s.recv(timeout=120)) is not None:
-            times.chunks.append((time.monotonic(), pcm.size))
+            times.chunks.append((time.monotonic(), pcm.shape[-1]))
             chunks.append(pcm)
         thread.join()
         if errors:
             raise errors[0]
-        audio = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+        channels = s.ready.get("channels", 1)
+        audio = np.concatenate(chunks, -1) if chunks else \
+            np.zeros(0 if channels == 1 else (channels, 0), np.float32)
         return audio, s.summary, times

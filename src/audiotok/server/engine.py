@@ -40,6 +40,8 @@ from ..errors import AudioError, AudiotokError
 from .batches import (
     CausalDecode,
     CausalEncode,
+    ScaledDecode,
+    ScaledEncode,
     StatefulDecode,
     StatefulEncode,
     WindowedDecode,
@@ -55,6 +57,7 @@ from .streams import (
     Stream,
     StreamClosed,
     check_audio_chunk,
+    check_scales,
     check_token_chunk,
 )
 from .warmup import Warmup
@@ -117,9 +120,6 @@ class Served:
     """One loaded model and everything the engine keeps for it."""
 
     def __init__(self, name: str, codec: Codec, settings: EngineSettings):
-        if codec.channels != 1:
-            raise EngineError(f"model {name!r} ({codec.title}) has {codec.channels} audio "
-                              "channels; the engine serves mono codecs")
         self.name = name
         self.codec = codec
         self.streams: list[Stream] = []
@@ -133,13 +133,16 @@ class Served:
             if codec.graphs is not None:  # loaded with CUDA graphs: the steps replay them too
                 for runner in self.runners.values():
                     runner.use_graphs()
+        elif codec.codes_carry_scales:  # segment by segment, each with its scale
+            self.runners = {"decode": ScaledDecode(codec, settings.max_step_frames)}
         elif codec.stream_stateful and settings.window is None:
             self.runners = {"decode": StatefulDecode(codec, settings.max_step_frames)}
         else:
             window = settings.window or WindowSettings(*codec.stream_window)
             self.runners = {"decode": WindowedDecode(codec, window)}
         if codec.encode_stateful:
-            self.runners["encode"] = StatefulEncode(codec, settings.max_step_frames)
+            self.runners["encode"] = (ScaledEncode if codec.codes_carry_scales else
+                                      StatefulEncode)(codec, settings.max_step_frames)
 
 
 class Engine:
@@ -201,9 +204,12 @@ class Engine:
             served.streams.append(s)
         return s
 
-    def _push(self, s: Stream, chunk, units: int) -> None:
+    def _push(self, s: Stream, chunk, units: int, scales: np.ndarray | None = None) -> None:
         with self.cond:
             s._accept(units)
+            if scales is not None and scales.size:
+                s.scales_pending.append(scales)
+                self.cond.notify_all()
             if units == 0:
                 return
             if s.held == 0:
@@ -230,6 +236,8 @@ class Engine:
             s.error = error
             s.pending.clear()
             s.held = 0
+            if s.kind == "decode":
+                s.scales_pending.clear()
             s.outbox.put(_END if error is None else error)
             if error is not None:
                 self.stats.errors[type(error).__name__] += 1
@@ -237,18 +245,21 @@ class Engine:
 
     # -- offline requests ----------------------------------------------------------------------
     def encode(self, model: str, audio) -> Future:
-        """Future of tokens int64 [K, T] for mono float audio [n] at the codec's input rate."""
+        """Future of tokens int64 [K, T] for float audio [n] (a codec of C > 1 channels: [C, n]
+        or mono [n]) at the codec's input rate; for codes that carry segment scales, of
+        ScaledTokens(tokens, scales [S])."""
         served = self._served(model)
-        x = check_audio_chunk(audio)
+        x = check_audio_chunk(audio, served.codec.channels)
         if x.size == 0:
             raise AudioError("empty audio")
-        seconds = x.size / served.codec.input_rate
+        seconds = x.shape[-1] / served.codec.input_rate
         return self._submit(served, "encode", x, seconds)
 
     def decode(self, model: str, tokens, *, num_samples: int | None = None,
-               clamp: bool = False) -> Future:
-        """Future of audio float32 [N] for tokens [K, T] (N = num_samples when given, at most
-        T * samples_per_frame)."""
+               clamp: bool = False, scales=None) -> Future:
+        """Future of audio float32 [N] ([C, N] for C > 1 channels) for tokens [K, T] (N =
+        num_samples when given, at most T * samples_per_frame); `scales` [S]: the segments'
+        scales, for codes that carry them (without: each segment as decoded, unscaled)."""
         served = self._served(model)
         t = check_token_chunk(tokens, served.codec, clamp)
         if t.shape[1] == 0:
@@ -256,7 +267,9 @@ class Engine:
         if num_samples is not None and not 0 < num_samples <= t.shape[1] * \
                 served.codec.samples_per_frame:
             raise AudiotokError(f"num_samples {num_samples} does not fit {t.shape[1]} frames")
-        return self._submit(served, "decode", (t, num_samples), t.shape[1] /
+        if scales is not None:
+            scales = check_scales(scales, served.codec, t.shape[1])
+        return self._submit(served, "decode", (t, num_samples, scales), t.shape[1] /
                             served.codec.frame_rate)
 
     async def aencode(self, model: str, audio) -> np.ndarray:
@@ -450,9 +463,9 @@ class Engine:
                 if kind == "encode":
                     s.frames_out += out.shape[1]
                 else:
-                    s.samples_out += out.shape[0]  # (a stateful stream's chunks: any size)
+                    s.samples_out += out.shape[-1]  # (a stateful stream's chunks: any size)
                     s.frames_out = s.samples_out // served.codec.samples_per_frame
-                    st.audio_seconds[served.name] += out.shape[0] / served.codec.sample_rate
+                    st.audio_seconds[served.name] += out.shape[-1] / served.codec.sample_rate
                 if s.first_output is None:
                     s.first_output = now
                     if s.first_push is not None:
@@ -523,7 +536,7 @@ class Engine:
                 if kind == "decode":
                     with self.cond:
                         self.stats.audio_seconds[served.name] += \
-                            res.shape[0] / served.codec.sample_rate
+                            res.shape[-1] / served.codec.sample_rate
                 r.future.set_result(res)
 
     def _retire(self, served: Served) -> None:

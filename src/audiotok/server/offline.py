@@ -44,15 +44,22 @@ def add_offline_routes(app, state) -> None:
         fmt = q.get("format", "json")
         if fmt not in ("json", "npy", "codes"):
             raise HTTPError(400, f"unknown format {fmt!r}; expected json, npy or codes")
+        if fmt == "npy" and codec.codes_carry_scales:
+            raise HTTPError(400, f"{codec.title} codes carry segment scales, which a .npy file "
+                                 "cannot hold; ask for format=json or format=codes")
         body = await _read_body(request, state.settings.max_body_bytes)
         if not body:
             raise HTTPError(400, "empty body: send an audio file, or raw PCM with ?pcm=")
-        item = await asyncio.to_thread(_audio_item, body, q, codec.input_rate)
-        seconds = item.samples.numel() / codec.input_rate
+        item = await asyncio.to_thread(_audio_item, body, q, codec.input_rate, codec.channels)
+        length = item.samples.shape[-1]
+        seconds = length / codec.input_rate
         start = time.perf_counter()
         tokens = await _engine_call(engine.aencode(name, item.samples.numpy()))
+        scales = None
+        if codec.codes_carry_scales:
+            tokens, scales = tokens
         elapsed = time.perf_counter() - start
-        n_samples = codec.output_samples(item.samples.numel())  # what it decodes to
+        n_samples = codec.output_samples(length)  # what it decodes to
         headers = {"X-Frames": str(tokens.shape[1]), "X-Num-Samples": str(n_samples),
                    "X-Sample-Rate": str(codec.sample_rate),
                    "X-Encode-Seconds": f"{elapsed:.4f}"}
@@ -68,13 +75,15 @@ def add_offline_routes(app, state) -> None:
                           codec=codec.name, sample_rate=codec.sample_rate,
                           samples_per_frame=codec.samples_per_frame,
                           num_samples=torch.tensor([n_samples]),
+                          scales=None if scales is None else torch.from_numpy(scales)[None],
                           meta={"codec_version": __version__, "model": codec.title,
                                 "source_sample_rate": [item.source_rate],
                                 "source_num_samples": [item.source_samples]})
             return Response(codes_to_bytes(codes), media_type="application/octet-stream",
                             headers=headers)
+        extra = {} if scales is None else {"scales": scales.tolist()}
         return JSONResponse({"model": name, "codec": codec.name, "tokens": tokens.tolist(),
-                             "frames": tokens.shape[1], "num_samples": n_samples,
+                             **extra, "frames": tokens.shape[1], "num_samples": n_samples,
                              "sample_rate": codec.sample_rate, "seconds": seconds,
                              "source_sample_rate": item.source_rate,
                              "encode_seconds": elapsed}, headers=headers)
@@ -119,22 +128,23 @@ def add_offline_routes(app, state) -> None:
                 _stream_audio(s, fmt, sample_format, codec.sample_rate, limit),
                 media_type="audio/wav" if fmt == "wav" else "application/octet-stream",
                 headers=_pcm_headers(codec, sample_format))
+        scales = _item_scales(doc.get("scales"), tokens.shape[0])
         start = time.perf_counter()
         futures = [engine.decode(name, tokens[i],
                                  num_samples=None if num_samples is None else
-                                 int(num_samples[i]), clamp=clamp)
+                                 int(num_samples[i]), clamp=clamp, scales=scales[i])
                    for i in range(tokens.shape[0])]
         audio = [await _engine_call(asyncio.wrap_future(f)) for f in futures]
         headers = {**_pcm_headers(codec, sample_format),
                    "X-Decode-Seconds": f"{time.perf_counter() - start:.4f}",
-                   "X-Num-Samples": ",".join(str(a.shape[0]) for a in audio)}
-        if fmt == "npz":
+                   "X-Num-Samples": ",".join(str(a.shape[-1]) for a in audio)}
+        if fmt == "npz":  # audio [B, N] (mono) or [B, C, N]
             buf = io.BytesIO()
-            n = max(a.shape[0] for a in audio)
-            padded = np.zeros((len(audio), n), np.float32)
+            n = max(a.shape[-1] for a in audio)
+            padded = np.zeros((len(audio), *audio[0].shape[:-1], n), np.float32)
             for i, a in enumerate(audio):
-                padded[i, : a.shape[0]] = a
-            np.savez(buf, audio=padded, num_samples=np.array([a.shape[0] for a in audio]),
+                padded[i, ..., : a.shape[-1]] = a
+            np.savez(buf, audio=padded, num_samples=np.array([a.shape[-1] for a in audio]),
                      sample_rate=np.array(codec.sample_rate))
             return Response(buf.getvalue(), media_type="application/octet-stream",
                             headers=headers)
@@ -142,7 +152,7 @@ def add_offline_routes(app, state) -> None:
             return Response(pcm_bytes(audio[0], sample_format),
                             media_type="application/octet-stream", headers=headers)
         kind, media = AUDIO_FORMATS[fmt]
-        data = await asyncio.to_thread(write_audio_bytes, audio[0], codec.sample_rate, kind,
+        data = await asyncio.to_thread(write_audio_bytes, audio[0].T, codec.sample_rate, kind,
                                        "PCM_16" if kind != "OGG" else None)
         return Response(data, media_type=media, headers=headers)
 
@@ -174,12 +184,13 @@ async def _read_body(request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _audio_item(body: bytes, q, target_rate: int):
-    """The body's audio, mono at the codec's rate: a file soundfile reads, or raw PCM
+def _audio_item(body: bytes, q, target_rate: int, codec_channels: int = 1):
+    """The body's audio at the codec's rate, mono (or for a codec of 2 channels, stereo: a mono
+    input on both channels): a file soundfile reads, or raw PCM
     (?pcm=s16le|f32le&sample_rate=R[&channels=C], interleaved)."""
     pcm = q.get("pcm")
     if pcm is None:
-        return to_items(body, None, target_rate)[0]
+        return to_items(body, None, target_rate, channels=codec_channels)[0]
     sample_format = check_sample_format(pcm)
     try:
         rate = int(q.get("sample_rate", ""))
@@ -195,7 +206,8 @@ def _audio_item(body: bytes, q, target_rate: int):
     x = x.reshape(-1, channels).T
     import torch
 
-    return to_items(torch.from_numpy(np.ascontiguousarray(x)), rate, target_rate)[0]
+    return to_items(torch.from_numpy(np.ascontiguousarray(x)), rate, target_rate,
+                    channels=codec_channels)[0]
 
 
 async def _engine_call(awaitable):
@@ -207,8 +219,21 @@ async def _engine_call(awaitable):
         raise HTTPError(500, f"{type(e).__name__}: {e}") from None
 
 
+def _item_scales(scales, items: int) -> list:
+    """Each item's segment scales (None: none given) from a body's "scales": [S] for one item,
+    or [B, S] (JSON lists of lists, a .codes archive's array)."""
+    if scales is None:
+        return [None] * items
+    batch = isinstance(scales, np.ndarray) or (isinstance(scales, list) and bool(scales) and
+                                               isinstance(scales[0], list))
+    rows = list(scales) if batch else [scales]
+    if len(rows) != items:
+        raise HTTPError(400, f"scales must be [{items}, segments] for {items} items")
+    return rows
+
+
 def _pcm_headers(codec, sample_format: str) -> dict:
-    return {"X-Sample-Rate": str(codec.sample_rate), "X-Channels": "1",
+    return {"X-Sample-Rate": str(codec.sample_rate), "X-Channels": str(codec.channels),
             "X-Sample-Format": sample_format}
 
 
@@ -221,8 +246,8 @@ async def _stream_audio(s, fmt: str, sample_format: str, rate: int, limit: int |
             yield streaming_wav_header(rate, sample_format)
         async for pcm in s:
             if limit is not None:
-                pcm = pcm[: max(0, limit - written)]
-            written += pcm.shape[0]
+                pcm = pcm[..., : max(0, limit - written)]
+            written += pcm.shape[-1]
             if pcm.size:
                 yield pcm_bytes(pcm, sample_format)
     finally:

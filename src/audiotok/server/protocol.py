@@ -20,6 +20,9 @@ SAMPLE_FORMATS = ("f32le", "s16le")
 
 
 def pcm_bytes(audio: np.ndarray, sample_format: str) -> bytes:
+    """Audio [n] or [C, n] as PCM bytes, channels interleaved."""
+    if audio.ndim == 2:
+        audio = audio.T
     if sample_format == "s16le":
         return (np.clip(audio, -1, 1) * 32767).round().astype("<i2").tobytes()
     return audio.astype("<f4").tobytes()
@@ -40,6 +43,15 @@ def check_sample_format(name: str) -> str:
         raise AudioError(f"unknown sample_format {name!r}; expected one of "
                          f"{', '.join(SAMPLE_FORMATS)}")
     return name
+
+
+def interleaved(x: np.ndarray, channels: int) -> np.ndarray:
+    """Interleaved samples [n * C] as [C, n] (mono: [n] as it is)."""
+    if channels == 1:
+        return x
+    if x.size % channels:
+        raise AudioError(f"{x.size} samples do not split into {channels} channels")
+    return np.ascontiguousarray(x.reshape(-1, channels).T)
 
 
 def streaming_wav_header(sample_rate: int, sample_format: str) -> bytes:
@@ -106,7 +118,9 @@ def tokens_from_json(value) -> np.ndarray:
 def codes_from_body(body: bytes, content_type: str) -> tuple[np.ndarray, np.ndarray | None,
                                                               dict]:
     """(tokens [B, K, T] int64, num_samples [B] or None, JSON options) from a decode body:
-    JSON {"tokens": ..., "num_samples"?, ...}, a .npy file ([K, T]) or a .codes archive."""
+    JSON {"tokens": ..., "num_samples"?, "scales"?, ...}, a .npy file ([K, T]) or a .codes
+    archive. Segment scales (codes that carry them) come as the options' "scales": [S] or
+    [B, S] in JSON, the archive's [B, S]."""
     if content_type.startswith("application/json") or body[:1] in (b"{", b"["):
         try:
             doc = json.loads(body)
@@ -139,4 +153,7 @@ def codes_from_body(body: bytes, content_type: str) -> tuple[np.ndarray, np.ndar
     if len(set(lengths)) != 1 or lengths[0] != tokens.shape[-1]:
         raise CodesError("a .codes body with items of different lengths: send them one by one")
     ns = None if codes.num_samples is None else codes.num_samples.numpy()
-    return tokens, ns, {"codec": codes.codec}
+    doc = {"codec": codes.codec}
+    if codes.scales is not None:
+        doc["scales"] = codes.scales.numpy()
+    return tokens, ns, doc

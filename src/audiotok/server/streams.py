@@ -2,7 +2,8 @@
 
     with engine.open_decode_stream("tts") as s:   # a slot is leased for the stream
         s.push(tokens)                             # integer [K, t], any t >= 1, as they come
-        pcm = s.read()                             # float32 [samples], in order, as decoded
+        pcm = s.read()                             # float32 [samples] ([C, samples] for a
+                                                   # codec of C > 1 channels), in order
         ready = s.available()                      # what is there now, without waiting
         ...
         s.finish()                                 # end of input: what is held back follows
@@ -223,16 +224,23 @@ def check_token_chunk(tokens, codec, clamp: bool) -> torch.Tensor:
     return torch.from_numpy(t.copy())
 
 
-def check_audio_chunk(audio) -> np.ndarray:
-    """Mono float audio [n] (or [1, n]) as float32; finite."""
+def check_audio_chunk(audio, channels: int = 1) -> np.ndarray:
+    """Float audio as float32, finite: mono [n] (or [1, n]) for a mono codec; for a codec of
+    C > 1 channels, [C, n] (mono [n] goes on every channel, as the library's encode does)."""
     try:
         x = audio.detach().cpu().numpy() if isinstance(audio, torch.Tensor) else np.asarray(audio)
     except (TypeError, ValueError):
         raise AudioError(f"pushed audio must be a float array, got "
                          f"{type(audio).__name__}") from None
-    if x.ndim == 2 and x.shape[0] == 1:
+    if channels > 1:
+        if x.ndim == 1:
+            x = np.broadcast_to(x, (channels, x.shape[0]))
+        if x.ndim != 2 or x.shape[0] != channels:
+            raise AudioError(f"pushed audio must be [{channels}, n] (or mono [n]) at the "
+                             f"codec's rate, got shape {x.shape}")
+    elif x.ndim == 2 and x.shape[0] == 1:
         x = x[0]
-    if x.ndim != 1:
+    if channels == 1 and x.ndim != 1:
         raise AudioError(f"pushed audio must be mono [n] at the codec's rate, got shape "
                          f"{x.shape}")
     if x.dtype.kind != "f":
@@ -243,9 +251,31 @@ def check_audio_chunk(audio) -> np.ndarray:
     return x.copy()
 
 
+def check_scales(scales, codec, frames: int | None = None) -> np.ndarray:
+    """Segment scales [S] as float32, finite and positive, for a codec whose codes carry them
+    (Codec.codes_carry_scales); with `frames`, exactly the segments of that many frames."""
+    if not codec.codes_carry_scales:
+        raise CodesError(f"{codec.title} codes carry no segment scales")
+    try:
+        x = np.asarray(scales.detach().cpu() if isinstance(scales, torch.Tensor) else scales)
+    except (TypeError, ValueError):
+        raise CodesError("scales must be a list of numbers") from None
+    if x.ndim == 2 and x.shape[0] == 1:
+        x = x[0]
+    if x.ndim != 1 or x.dtype.kind not in "iuf" or not np.isfinite(x).all() or (x <= 0).any():
+        raise CodesError(f"scales must be positive finite numbers [segments], got "
+                         f"{x.dtype} {x.shape}")
+    if frames is not None and x.shape[0] != (want := codec.segments(frames)):
+        raise CodesError(f"{frames} frames are {want} segments; got {x.shape[0]} scales")
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
 class DecodeStream(Stream):
     """Tokens in, audio out. A causal codec decodes each frame exactly once, in a batch slot;
-    output equals offline decode. A non-causal one re-decodes windows (see WindowSettings)."""
+    output equals offline decode. A non-causal one re-decodes windows (see WindowSettings).
+    For a codec whose codes carry segment scales, push(tokens, scales) also takes the scales
+    of the next segments (in any pieces, before or after their tokens); a segment's audio
+    waits for its scale."""
 
     kind = "decode"
 
@@ -257,12 +287,15 @@ class DecodeStream(Stream):
         self.history_start = 0
         self.emitted = 0  # frames whose audio has been output
         self.first_audio: np.ndarray | None = None  # held until a frame's worth is final
+        self.scales_pending: list[np.ndarray] = []  # segment scales not yet run
 
-    def push(self, tokens) -> None:
-        """Queue tokens [K, t] for decoding; raises CodesError (bad tokens), EngineBusy
+    def push(self, tokens, scales=None) -> None:
+        """Queue tokens [K, t] (t may be 0) for decoding, and the scales [j] of the next j
+        segments for codes that carry them; raises CodesError (bad tokens), EngineBusy
         (backlog full) or StreamClosed, leaving the stream as it was."""
         t = check_token_chunk(tokens, self.codec, self.clamp)
-        self.engine._push(self, t, t.shape[1])
+        sc = None if scales is None else check_scales(scales, self.codec)
+        self.engine._push(self, t, t.shape[1], sc)
 
     def take(self, n: int) -> torch.Tensor:
         """Pop the next n frames [K, n] (engine lock held)."""
@@ -281,9 +314,11 @@ class DecodeStream(Stream):
 
 
 class EncodeStream(Stream):
-    """Audio (mono, at the codec's rate) in, tokens out as each frame's samples are complete;
-    `finish()` encodes the last partial frame padded as offline encode pads it. Causal codecs
-    and those with a stateful encoder stream only; tokens equal offline encode."""
+    """Audio (at the codec's rate; [C, n] for a codec of C > 1 channels) in, tokens out as each
+    frame's samples are complete; `finish()` encodes the last partial frame padded as offline
+    encode pads it. Causal codecs and those with a stateful encoder stream only; tokens equal
+    offline encode. For codes that carry segment scales, `scales()` gives every segment's scale
+    so far; a segment's scale is there before its tokens are read."""
 
     kind = "encode"
     unit = "sample"
@@ -294,9 +329,16 @@ class EncodeStream(Stream):
         self.last_step = False  # a stateful stream's last step has been gathered
 
     def push(self, audio) -> None:
-        """Queue mono float audio [n] at the codec's input rate."""
-        x = check_audio_chunk(audio)
-        self.engine._push(self, x, x.shape[0])
+        """Queue float audio [n] ([C, n] for C > 1 channels) at the codec's input rate."""
+        x = check_audio_chunk(audio, self.codec.channels)
+        self.engine._push(self, x, x.shape[-1])
+
+    def scales(self) -> np.ndarray:
+        """The scales [S] of the segments encoded so far (codes that carry them)."""
+        if not self.codec.codes_carry_scales:
+            raise AttributeError(f"{self.codec.title} codes carry no segment scales")
+        got = None if self.inner is None else self.inner.scales
+        return np.zeros(0, np.float32) if got is None else got[0].float().cpu().numpy()
 
     def frames_ready(self) -> int:
         return self.held // self.codec.input_samples_per_frame
@@ -307,18 +349,20 @@ class EncodeStream(Stream):
         out, got = [], 0
         while got < need:
             head = self.pending[0]
-            if head.shape[0] <= need - got:
+            if head.shape[-1] <= need - got:
                 out.append(self.pending.popleft())
             else:
-                out.append(head[: need - got])
-                self.pending[0] = head[need - got:]
-            got += out[-1].shape[0]
+                out.append(head[..., : need - got])
+                self.pending[0] = head[..., need - got:]
+            got += out[-1].shape[-1]
         self.held -= need
-        return np.concatenate(out) if len(out) > 1 else out[0]
+        return np.concatenate(out, -1) if len(out) > 1 else out[0]
 
     def take_rest(self) -> np.ndarray:
         """Pop every sample still waiting (fewer than a frame's; engine lock held)."""
-        rest = np.concatenate(list(self.pending)) if self.pending else np.zeros(0, np.float32)
+        channels = self.codec.channels
+        rest = np.concatenate(list(self.pending), -1) if self.pending else \
+            np.zeros((channels, 0) if channels > 1 else 0, np.float32)
         self.pending.clear()
         self.held = 0
         return rest

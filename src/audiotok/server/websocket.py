@@ -14,9 +14,15 @@ binary int32 LE ids in any count, {"type": "ids", "ids": [...]} or {"type": "tex
 and "done" says how many ids of an incomplete last frame were dropped ("dropped_ids").
 
 The encode stream is the same with audio in (binary PCM at "sample_rate", any rate) and token
-messages out ("token_format": "json" or "binary"). Errors: {"type": "error", "message"} and a
-close code: 1007 bad data, 1008 policy (API key, idle), 1009 message too big, 1011 server
-error, 1013 try again later (busy or shutting down).
+messages out ("token_format": "json" or "binary"). A codec of C > 1 channels ("channels" in
+"ready") sends and takes PCM with its channels interleaved; an encode stream's start may say
+"channels": 1 for mono input, which goes on every channel. For codes that carry segment scales
+("segment_scales": true in "ready"), the encode stream sends {"type": "scales", "first": i,
+"scales": [...]} (segments i, i + 1, ...) before the tokens it sends next, and the decode
+stream takes them the same way ({"type": "scales", "scales": [...]}, the next segments', in
+any pieces, before or after their tokens); a segment's audio waits for its scale. Errors:
+{"type": "error", "message"} and a close code: 1007 bad data, 1008 policy (API key, idle),
+1009 message too big, 1011 server error, 1013 try again later (busy or shutting down).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from .protocol import (
     check_sample_format,
     ids_from_binary,
     ids_from_json,
+    interleaved,
     pcm_bytes,
     pcm_samples,
     tokens_from_binary,
@@ -149,7 +156,9 @@ def _open(state, kind: str, start: dict):
              **({"encode_sample_rate": codec.input_rate} if codec.input_rate != codec.sample_rate
                 else {}),
              "num_codebooks": codec.num_codebooks, "codebook_sizes": list(codec.codebook_sizes),
-             "sample_format": sample_format}
+             "channels": codec.channels, "sample_format": sample_format}
+    if codec.codes_carry_scales:
+        facts["segment_scales"] = True
     if kind == "decode":
         clamp = start.get("clamp", False)
         if not isinstance(clamp, bool):
@@ -163,9 +172,13 @@ def _open(state, kind: str, start: dict):
             if isinstance(data, bytes):
                 stream.push(tokens_from_binary(data, codec.num_codebooks))
                 return True
-            doc = _json(data, ("tokens", "end"))
+            doc = _json(data, ("tokens", "scales", "end") if codec.codes_carry_scales
+                        else ("tokens", "end"))
             if doc["type"] == "end":
                 return False
+            if doc["type"] == "scales":
+                stream.push(np.zeros((codec.num_codebooks, 0), np.int64), doc.get("scales"))
+                return True
             stream.push(tokens_from_json(doc.get("tokens")))
             return True
 
@@ -183,33 +196,52 @@ def _open(state, kind: str, start: dict):
     token_format = start.get("token_format", "json")
     if token_format not in ("json", "binary"):
         raise Close(1007, f"token_format must be json or binary, got {token_format!r}")
+    channels = start.get("channels", codec.channels)
+    if channels not in (1, codec.channels) or isinstance(channels, bool):
+        raise Close(1007, f"channels must be {' or '.join(map(str, {1, codec.channels}))}, "
+                          f"got {channels!r}")
     stream = engine.open_encode_stream(name)
     resampler = None
     if rate != codec.input_rate:
         import soxr
 
-        resampler = soxr.ResampleStream(rate, codec.input_rate, 1, dtype="float32",
+        resampler = soxr.ResampleStream(rate, codec.input_rate, channels, dtype="float32",
                                         quality="HQ")
+    sent_scales = 0
+
+    def push(x):  # interleaved samples [n * channels]
+        x = interleaved(x, channels)
+        if resampler is not None:
+            x = resampler.resample_chunk(np.ascontiguousarray(x.T)).T if channels > 1 else \
+                resampler.resample_chunk(x)
+        stream.push(x)
 
     def read_input(data):
         if isinstance(data, bytes):
-            x = pcm_samples(data, sample_format)
-            if resampler is not None:
-                x = resampler.resample_chunk(x)
-            stream.push(x)
+            push(pcm_samples(data, sample_format))
             return True
         _json(data, ("end",))
         if resampler is not None:
-            stream.push(resampler.resample_chunk(np.zeros(0, np.float32), last=True))
+            rest = resampler.resample_chunk(np.zeros((0, channels) if channels > 1 else 0,
+                                                     np.float32), last=True)
+            stream.push(rest.T if channels > 1 else rest)
         return False
 
     async def write_output(ws, tokens):
+        nonlocal sent_scales
+        if codec.codes_carry_scales:  # the scales of the segments these tokens complete
+            scales = stream.scales()
+            if scales.shape[0] > sent_scales:
+                await ws.send_text(json.dumps({"type": "scales", "first": sent_scales,
+                                               "scales": scales[sent_scales:].tolist()}))
+                sent_scales = scales.shape[0]
         if token_format == "binary":
             await ws.send_bytes(tokens_to_binary(tokens))
         else:
             await ws.send_text(json.dumps({"type": "tokens", "tokens": tokens.tolist()}))
 
-    facts.update(stream=stream.id, input_sample_rate=rate, token_format=token_format)
+    facts.update(stream=stream.id, input_sample_rate=rate, input_channels=channels,
+                 token_format=token_format)
     return stream, facts, read_input, write_output, dict
 
 

@@ -135,11 +135,6 @@ def test_codes_without_scales_and_refusals(enc48_ref, codec):
         codec.decode(short)
     with pytest.raises(AudiotokError, match="3 channels; this codec takes mono or 2"):
         codec.encode(noise(100, 1, channels=3), 48000)
-    from audiotok.server import Engine
-    from audiotok.server.errors import EngineError
-
-    with pytest.raises(EngineError, match="2 audio channels; the engine serves mono"):
-        Engine({"stereo": codec}, start=False)
     mono_codec = audiotok.load(reference.save_th(reference.encodec_model(), enc48_ref.th.parent
                                                  / "mono", "encodec_24khz-x.th"))
     with pytest.raises(CodesError, match="segment scales, which .* does not use"):

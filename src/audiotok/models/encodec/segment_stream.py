@@ -13,6 +13,8 @@ decode lays out that many frames.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 
 from ...errors import CodesError
@@ -47,6 +49,12 @@ class SegmentEncoderStream:
             codes.append(self._segment(self.pending[..., at : at + self.length]))
         self.pending, self.start = None, self.samples
         return self._tokens(codes)
+
+    def copy(self) -> SegmentEncoderStream:
+        """An independent copy (a server's stream advances a copy, kept once a step is done)."""
+        other = copy.copy(self)
+        other._scales = list(self._scales)
+        return other
 
     @property
     def scales(self) -> torch.Tensor | None:
@@ -98,6 +106,12 @@ class SegmentDecoderStream:
                                      "of every segment (ones to decode without)")
                 self._decode(n)
         return self._take(self.mix.end)
+
+    def copy(self) -> SegmentDecoderStream:
+        """An independent copy (a server's stream advances a copy, kept once a step is done)."""
+        other = copy.copy(self)
+        other.given, other.mix = list(self.given), self.mix.copy()
+        return other
 
     def _decode(self, frames: int) -> None:
         self.mix.add(decode_segment(self.model, self.codes[..., :frames],

@@ -7,6 +7,7 @@ shorter one ceil(its samples / 320); the segments of T frames are known from T a
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -125,6 +126,13 @@ class OverlapAdd:
         self.out[..., at : at + n] += self.weight[:n] * piece
         self.weights[at : at + n] += self.weight[:n]
         self.pieces += 1
+
+    def copy(self) -> OverlapAdd:
+        """An independent copy (add() writes its sums in place)."""
+        other = copy.copy(self)
+        if self.out is not None:
+            other.out, other.weights = self.out.clone(), self.weights.clone()
+        return other
 
     @property
     def final(self) -> int:

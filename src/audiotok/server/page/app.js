@@ -50,7 +50,8 @@ async function loadModels() {
       models[m.name] = m;
       const opt = document.createElement("option");
       opt.value = m.name;
-      opt.textContent = `${m.name} (${m.model}, ${m.sample_rate} Hz, ${codebooks(m.num_codebooks)})`;
+      const stereo = m.channels > 1 ? ` ${m.channels === 2 ? "stereo" : m.channels + " channels"}` : "";
+      opt.textContent = `${m.name} (${m.model}, ${m.sample_rate} Hz${stereo}, ${codebooks(m.num_codebooks)})`;
       select.appendChild(opt);
     }
     $("go").disabled = doc.models.length === 0;
@@ -98,13 +99,14 @@ function concat(chunks) {
   return out;
 }
 
-function wavBlob(samples, rate) {
+// samples: interleaved when channels > 1
+function wavBlob(samples, rate, channels = 1) {
   const buf = new ArrayBuffer(44 + samples.length * 2);
   const v = new DataView(buf);
   const text = (at, s) => { for (let i = 0; i < s.length; i++) v.setUint8(at + i, s.charCodeAt(i)); };
   text(0, "RIFF"); v.setUint32(4, 36 + samples.length * 2, true); text(8, "WAVE");
-  text(12, "fmt "); v.setUint32(16, 16, true); v.setUint16(20, 1, true); v.setUint16(22, 1, true);
-  v.setUint32(24, rate, true); v.setUint32(28, rate * 2, true); v.setUint16(32, 2, true);
+  text(12, "fmt "); v.setUint32(16, 16, true); v.setUint16(20, 1, true); v.setUint16(22, channels, true);
+  v.setUint32(24, rate, true); v.setUint32(28, rate * 2 * channels, true); v.setUint16(32, 2 * channels, true);
   v.setUint16(34, 16, true); text(36, "data"); v.setUint32(40, samples.length * 2, true);
   for (let i = 0; i < samples.length; i++) {
     v.setInt16(44 + 2 * i, Math.max(-1, Math.min(1, samples[i])) * 32767, true);
@@ -196,7 +198,7 @@ function drawTokens(canvas, tokens, sizes) {
 async function decodeSamples(blob) {
   const ctx = new OfflineAudioContext(1, 1, 44100);
   const audio = await ctx.decodeAudioData(await blob.arrayBuffer());
-  return { samples: audio.getChannelData(0), seconds: audio.duration };
+  return { samples: audio.getChannelData(0), seconds: audio.duration, channels: audio.numberOfChannels };
 }
 
 // -- reconstruct ---------------------------------------------------------------------------------
@@ -235,7 +237,8 @@ async function reconstruct() {
       const t1 = performance.now();
       const r = await api(`/v1/decode?model=${q}&format=wav`, {
         method: "POST", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ tokens: enc.tokens, num_samples: [enc.num_samples] }),
+        body: JSON.stringify({ tokens: enc.tokens, num_samples: [enc.num_samples],
+                               ...(enc.scales ? { scales: enc.scales } : {}) }),
       });
       const blob = await r.blob();
       result = { blob, decodeSeconds: parseFloat(r.headers.get("X-Decode-Seconds")),
@@ -253,9 +256,10 @@ async function reconstruct() {
       $("f-decode").textContent = `streamed in ${result.decodeSeconds.toFixed(2)} s, tokens sent at real-time pace`;
       $("f-rtf").textContent = (enc.encode_seconds / inputSeconds).toFixed(3) + " (encode only; decoding kept pace)";
     }
-    $("f-output").textContent = `${rec.seconds.toFixed(2)} s at ${model.sample_rate} Hz`;
+    $("f-output").textContent = `${rec.seconds.toFixed(2)} s at ${model.sample_rate} Hz` +
+      (rec.channels > 1 ? `, ${rec.channels} channels` : "");
     $("f-output").dataset.seconds = rec.seconds;
-    window.audiotokResult = { inputSeconds, outputSeconds: rec.seconds, frames: enc.frames,
+    window.audiotokResult = { inputSeconds, outputSeconds: rec.seconds, channels: rec.channels, frames: enc.frames,
                               frameSeconds: 1 / model.frame_rate, ttfa: result.ttfa ?? null,
                               underruns: result.underruns ?? null };
     status("done");
@@ -280,35 +284,40 @@ function streamDecode(name, enc, model) {
     const player = new AudioContext({ sampleRate: model.sample_rate });
     const chunks = [];
     let firstPush = null, firstAudio = null, playAt = 0, underruns = 0, timer = null;
-    const k = enc.tokens.length, frames = enc.frames;
+    const k = enc.tokens.length, frames = enc.frames, channels = model.channels || 1;
     const started = performance.now();
     const fail = (message) => { clearInterval(timer); ws.close(); player.close(); reject(new Error(message)); };
     ws.onopen = () => ws.send(JSON.stringify({ type: "start", model: name, sample_format: "f32le" }));
     ws.onerror = () => fail("the stream's connection failed");
     ws.onmessage = (ev) => {
       if (typeof ev.data !== "string") {
-        const pcm = new Float32Array(ev.data);
+        const pcm = new Float32Array(ev.data);  // channels interleaved
         if (firstAudio === null) {
           firstAudio = performance.now();
           $("row-stream").hidden = false;
         }
         chunks.push(pcm);
-        const buf = player.createBuffer(1, pcm.length, model.sample_rate);
-        buf.copyToChannel(pcm, 0);
+        const n = pcm.length / channels;
+        const buf = player.createBuffer(channels, n, model.sample_rate);
+        for (let c = 0; c < channels; c++) {
+          buf.copyToChannel(Float32Array.from({ length: n }, (_, i) => pcm[i * channels + c]), c);
+        }
         const src = player.createBufferSource();
         src.buffer = buf;
         src.connect(player.destination);
         if (playAt && player.currentTime > playAt + 0.005) underruns++;
         playAt = Math.max(playAt, player.currentTime + 0.02);
         src.start(playAt);
-        playAt += pcm.length / model.sample_rate;
+        playAt += n / model.sample_rate;
         $("f-stream").textContent = `first audio after ${((firstAudio - firstPush) / 1000).toFixed(3)} s, ` +
-          `${underruns} underruns, ${(concatLength(chunks) / model.sample_rate).toFixed(2)} s received`;
+          `${underruns} underruns, ${(concatLength(chunks) / channels / model.sample_rate).toFixed(2)} s received`;
         return;
       }
       const doc = JSON.parse(ev.data);
       if (doc.type === "ready") {
         let f = 0;
+        // codes that carry segment scales (EnCodec 48 kHz): every segment's, before the tokens
+        if (doc.segment_scales) ws.send(JSON.stringify({ type: "scales", scales: enc.scales }));
         firstPush = performance.now();
         // every frame due by now (a timer fires every 4 ms at best: at higher frame rates one
         // message carries several frames, frame-major, so the pace stays real time)
@@ -327,8 +336,8 @@ function streamDecode(name, enc, model) {
         fail(`stream error ${doc.code}: ${doc.message}`);
       } else if (doc.type === "done") {
         ws.close();
-        const audio = concat(chunks).subarray(0, enc.num_samples);
-        resolve({ blob: wavBlob(audio, model.sample_rate), ttfa: (firstAudio - firstPush) / 1000,
+        const audio = concat(chunks).subarray(0, enc.num_samples * channels);
+        resolve({ blob: wavBlob(audio, model.sample_rate, channels), ttfa: (firstAudio - firstPush) / 1000,
                   underruns, decodeSeconds: (performance.now() - started) / 1000 });
       }
     };
