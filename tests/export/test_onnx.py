@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import audiotok
 from audiotok.cli import main
 from audiotok.errors import AudioError, AudiotokError, CheckpointError, CodesError
-from audiotok.export import export_onnx
+from audiotok.export import OnnxSettings, export_onnx
 from audiotok.runtime import OnnxCodec
 from tests.conftest import S2_TINY, XCODEC2_TINY
 from tests.helpers import export_onnx_cli, run_torch_free, torch_free_script
@@ -71,7 +71,10 @@ def torch_free(folder, tmp_path_factory):
 
 def test_folder_graphs_metadata_and_dynamic_shapes(folder):
     manifest = json.loads((folder / "audiotok_onnx.json").read_text())
-    assert set(manifest["graphs"]) == {"encoder", "decoder", "encoder_step", "decoder_step"}
+    # a causal export: the step graphs only (the runtime drives them for whole inputs too)
+    assert set(manifest["graphs"]) == {"encoder_step", "decoder_step"}
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "audiotok_onnx.json", "decoder_step.onnx", "encoder_step.onnx"]
     assert manifest["max_push_frames"] == 16  # the tiny model's post-quantizer window
     dims = {}
     for graph, file in manifest["graphs"].items():
@@ -87,8 +90,6 @@ def test_folder_graphs_metadata_and_dynamic_shapes(folder):
         # no tables of the reference's 32768 positions, nor any other length-bound constant
         for init in model.graph.initializer:
             assert 32768 not in init.dims and 4096 not in init.dims, init.name
-    assert dims["decoder"] == [["batch", 10, "frames"]]
-    assert dims["encoder"] == [["batch", 1, "2048*frames"]]
     assert dims["decoder_step"][0] == ["batch", 10, "step_frames"]
     assert dims["encoder_step"][0] == ["batch", 1, "2048*step_frames"]
     for graph in ("decoder_step", "encoder_step"):  # the state: batch first, the rest fixed
@@ -146,9 +147,9 @@ def test_same_api_as_the_torch_codec(folder, s2_codec, s2_golden):
     codec = audiotok.load(folder)
     assert isinstance(codec, OnnxCodec)
     # threads: OMP_NUM_THREADS (conftest.py sets it) unless given
-    options = codec.sessions["decoder"].get_session_options()
+    options = codec.sessions["decoder_step"].get_session_options()
     assert options.intra_op_num_threads == int(os.environ["OMP_NUM_THREADS"])
-    assert OnnxCodec(folder, threads=3).sessions["decoder"].get_session_options() \
+    assert OnnxCodec(folder, threads=3).sessions["decoder_step"].get_session_options() \
         .intra_op_num_threads == 3
     assert (codec.sample_rate, codec.samples_per_frame, codec.num_codebooks) == (44100, 2048, 10)
     assert codec.codebook_sizes == s2_codec.codebook_sizes
@@ -228,6 +229,11 @@ def test_broken_export_folders(folder, tmp_path):
     (tmp_path / "audiotok_onnx.json").write_text(json.dumps({"format": "something else"}))
     with pytest.raises(CheckpointError, match="not an audiotok ONNX export"):
         audiotok.load(tmp_path)
+    manifest = json.loads((folder / "audiotok_onnx.json").read_text())
+    assert manifest["format_version"] == 2
+    (tmp_path / "audiotok_onnx.json").write_text(json.dumps({**manifest, "format_version": 3}))
+    with pytest.raises(CheckpointError, match="version 3, newer than this audiotok reads"):
+        audiotok.load(tmp_path)
     partial = tmp_path / "partial"
     partial.mkdir()
     (partial / "audiotok_onnx.json").write_bytes((folder / "audiotok_onnx.json").read_bytes())
@@ -238,12 +244,13 @@ def test_broken_export_folders(folder, tmp_path):
 def test_export_refuses_what_it_cannot_do_and_leaves_nothing(s2_codec, xc_codec, tmp_path):
     import torch
 
-    with pytest.raises(AudiotokError, match="max_push_frames applies to causal codecs"):
-        export_onnx(xc_codec, tmp_path / "x", max_push_frames=4)
+    for settings in (OnnxSettings(max_push_frames=4), OnnxSettings(offline_graphs=True)):
+        with pytest.raises(AudiotokError, match="apply to causal codecs"):
+            export_onnx(xc_codec, tmp_path / "x", settings)
     with pytest.raises(AudiotokError, match="float32"):
         export_onnx(audiotok.load(S2_TINY / "codec.pth", dtype=torch.bfloat16), tmp_path / "x")
     with pytest.raises(AudiotokError, match=r"max_push_frames must be 1\.\.16"):
-        export_onnx(s2_codec, tmp_path / "x", max_push_frames=17)
+        export_onnx(s2_codec, tmp_path / "x", OnnxSettings(max_push_frames=17))
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "keep.txt").write_text("mine")
     with pytest.raises(AudiotokError, match="not an empty folder"):
@@ -254,6 +261,6 @@ def test_export_refuses_what_it_cannot_do_and_leaves_nothing(s2_codec, xc_codec,
     assert r.exit_code == 1 and "float32" in r.output
     r = CliRunner().invoke(main, ["export", str(XCODEC2_TINY / "hf"), "--format", "onnx",
                                   "--max-push-frames", "4", "-o", str(tmp_path / "y")])
-    assert r.exit_code == 1 and "applies to causal codecs" in r.output \
+    assert r.exit_code == 1 and "apply to causal codecs" in r.output \
         and "Traceback" not in r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == ["full"]

@@ -46,7 +46,11 @@ def _dtypes() -> list[str]:
               help="ONNX, causal codecs: the most frames one streaming step graph call takes "
                    "(default: the codec's limit, e.g. its attention window in frames, the most "
                    "a step can take exactly); longer pushes are split by the runtime.")
-def export(model, fmt, out, dtype, max_push_frames):
+@click.option("--offline-graphs", is_flag=True,
+              help="ONNX, causal codecs: also the whole-input encoder.onnx and decoder.onnx "
+                   "(graphs without state, for other runtimes; the same weights again). "
+                   "audiotok's runtime encodes and decodes whole inputs through the step graphs.")
+def export(model, fmt, out, dtype, max_push_frames, offline_graphs):
     """Export MODEL (a name or path `audiotok.load` accepts) for another runtime."""
     from .. import load
 
@@ -54,16 +58,16 @@ def export(model, fmt, out, dtype, max_push_frames):
         if fmt == "onnx":
             if dtype not in (None, "f32"):
                 raise AudiotokError("ONNX graphs are exported in float32 (--dtype f32)")
-            from ..export import export_onnx
+            from ..export import OnnxSettings, export_onnx
 
             path = export_onnx(load(model, dtype="float32"), out,
-                               max_push_frames=max_push_frames)
+                               OnnxSettings(max_push_frames, offline_graphs))
             size = sum(f.stat().st_size for f in path.iterdir()) / 2**20
             click.echo(f"{model} -> {path}/ ({', '.join(sorted(f.name for f in path.iterdir()))}"
                        f"; {size:.1f} MiB)")
             return
-        if max_push_frames is not None:
-            raise AudiotokError("--max-push-frames applies to --format onnx")
+        if max_push_frames is not None or offline_graphs:
+            raise AudiotokError("--max-push-frames and --offline-graphs apply to --format onnx")
         from ..export import export_as
 
         codec = load(model, dtype="float32")

@@ -1,5 +1,5 @@
-"""Export to other runtimes: ONNX graphs (`export_onnx`), the formats codec families add
-(`export_as`, e.g. a codec GGUF for s2.cpp), and language-model token ids
+"""Export to other runtimes: ONNX graphs (`export_onnx`, `OnnxSettings`), the formats codec
+families add (`export_as`, e.g. a codec GGUF for s2.cpp), and language-model token ids
 (`audiotok.export.llm`). Importing this package imports no torch."""
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ def export_as(codec, fmt: str, out: str | os.PathLike, dtype: str | None = None)
 
 
 def __getattr__(name: str):
-    if name == "export_onnx":
-        from .onnx import export_onnx
+    if name in ("export_onnx", "OnnxSettings"):
+        from . import onnx
 
-        return export_onnx
+        return getattr(onnx, name)
     raise AttributeError(f"module 'audiotok.export' has no attribute {name!r}")
 
 
-__all__ = ["export_as", "export_onnx"]
+__all__ = ["OnnxSettings", "export_as", "export_onnx"]

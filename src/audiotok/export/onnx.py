@@ -1,16 +1,21 @@
 """ONNX export: a folder of graphs any ONNX runtime can run, plus `audiotok_onnx.json` (the
 model's facts, the graphs, and what a runtime needs to drive them; audiotok.runtime runs it).
 
-The family's hook (`Family.onnx`, in models/<family>/onnx.py) writes the graphs; this module
-holds what every family uses. Every export has `encoder.onnx` (after the graphs the manifest's
-`encode_graphs` lists first, if any) and `decoder.onnx` (codes [B, K, T] -> audio
-[B, 1, T * frame]). A causal codec's hook calls `causal_graphs`, which adds the step graphs
-`decoder_step.onnx` (codes [B, K, t] with the streaming state -> audio [B, 1, t * frame] and the
-new state) and `encoder_step.onnx` (whole frames of audio in, their tokens out). The step graphs'
-state is explicit (every streaming module's: convolution contexts, transposed-convolution tails,
-attention keys and values, position counters); driving them push by push gives the offline
-results. A non-causal codec's manifest carries `window_frames` and `context_frames`, and the
-runtime windows long inputs as the torch codec does, and runs items of different lengths apart.
+The family's hook (`Family.onnx(codec, folder, facts, settings)`, in models/<family>/onnx.py)
+writes the graphs; this module holds what every family uses. A non-causal codec's export has
+`encoder.onnx` (after the graphs the manifest's `encode_graphs` lists first, if any) and
+`decoder.onnx` (codes [B, K, T] -> audio [B, 1, T * frame]); its manifest carries
+`window_frames` and `context_frames`, and the runtime windows long inputs as the torch codec
+does, and runs items of different lengths apart. A causal codec's hook calls `causal_graphs`:
+the step graphs `decoder_step.onnx` (codes [B, K, t] with the streaming state -> audio
+[B, 1, t * frame] and the new state) and `encoder_step.onnx` (whole frames of audio in, their
+tokens out), whose state is explicit (every streaming module's: convolution contexts,
+transposed-convolution tails, attention keys and values, position counters). Driving them push
+by push gives the offline results, so the runtime encodes and decodes whole inputs through them
+too, as the torch codec runs long inputs; the whole-input `encoder.onnx` and `decoder.onnx`
+(the same weights again) come only with OnnxSettings.offline_graphs, for runtimes that want a
+graph without state, or where the step graph cannot encode (an encoder that pads a partial
+last frame itself).
 
 Every graph takes a dynamic batch and length, up to MAX_FRAMES frames per call.
 """
@@ -24,6 +29,7 @@ import os
 import shutil
 import tempfile
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -35,9 +41,19 @@ from ..nn.streaming import streaming, streaming_modules
 from ..nn.tracing import graph_export
 
 FORMAT = "audiotok-onnx"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: a causal codec's whole-input graphs are optional (offline_graphs)
 MANIFEST = "audiotok_onnx.json"
 MAX_FRAMES = 1 << 20
+
+
+@dataclass(frozen=True)
+class OnnxSettings:
+    """What a causal codec's export holds beyond its step graphs (a non-causal codec takes
+    neither setting)."""
+
+    max_push_frames: int | None = None  # the most frames one step graph call takes (default
+    # and limit: the family's, e.g. what one step can attend over exactly)
+    offline_graphs: bool = False  # also the whole-input encoder.onnx and decoder.onnx
 
 
 class Call(torch.nn.Module):
@@ -93,10 +109,10 @@ def step_state(codec, method: str) -> tuple[list, list[str], object]:
     return used, names, spec
 
 
-def export_onnx(codec, out: str | os.PathLike, *, max_push_frames: int | None = None) -> Path:
+def export_onnx(codec, out: str | os.PathLike, settings: OnnxSettings | None = None) -> Path:
     """Export `codec` (float32) as ONNX graphs into the folder `out` (made whole or not at
-    all). Causal codecs: max_push_frames is the most frames one step graph call takes (default
-    and limit: the family's, e.g. what one step can attend over exactly)."""
+    all); causal codecs take `settings` (OnnxSettings)."""
+    settings = settings or OnnxSettings()
     try:
         import onnx  # noqa: F401
         import onnxscript  # noqa: F401
@@ -107,9 +123,9 @@ def export_onnx(codec, out: str | os.PathLike, *, max_push_frames: int | None = 
         raise AudiotokError(f"ONNX export of {codec.title} is not available")
     if codec.dtype != torch.float32:
         raise AudiotokError("export from a float32 codec (load it with dtype=float32)")
-    if not codec.causal and max_push_frames is not None:
-        raise AudiotokError(f"max_push_frames applies to causal codecs; {codec.title} has no "
-                            "step graphs")
+    if not codec.causal and settings != OnnxSettings():
+        raise AudiotokError(f"max_push_frames and offline_graphs apply to causal codecs; "
+                            f"{codec.title} has no step graphs (its graphs are whole-input)")
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise AudiotokError(f"{out}: exists and is not an empty folder")
@@ -123,8 +139,7 @@ def export_onnx(codec, out: str | os.PathLike, *, max_push_frames: int | None = 
                                 else None))
     try:
         with torch.no_grad(), graph_export(), _quiet():
-            extra = codec.family.resolve(codec.family.onnx)(codec, tmp, facts,
-                                                            max_push_frames)
+            extra = codec.family.resolve(codec.family.onnx)(codec, tmp, facts, settings)
         if not codec.causal:  # the runtime windows long inputs as the torch codec does
             extra.update(window_frames=codec.window_frames, context_frames=codec.context_frames)
         (tmp / MANIFEST).write_text(json.dumps({**facts, **extra}, indent=1) + "\n")
@@ -140,13 +155,15 @@ def export_onnx(codec, out: str | os.PathLike, *, max_push_frames: int | None = 
 
 
 def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: int,
-                  encoder_step: bool = True, raw_samples: bool = False) -> dict:
-    """encoder, decoder, encoder_step and decoder_step of a causal codec (its model's encode and
-    decode, streaming through nn/streaming.py's modules); the manifest's extra entries. Tracing
-    runs `example_frames` frames (long enough that no attention window is specialised) and step
-    graphs of up to `max_push` frames. encoder_step=False: none. raw_samples: the encoder graph
-    takes any number of samples, its convolutions padding a last partial frame themselves
-    (Codec.pads_per_layer; the manifest's `encode_input: "samples"`), not whole frames."""
+                  offline: bool, encoder_step: bool = True, raw_samples: bool = False) -> dict:
+    """decoder_step and encoder_step of a causal codec (its model's decode and encode,
+    streaming through nn/streaming.py's modules), and with `offline` the whole-input encoder
+    and decoder; the manifest's extra entries. Tracing runs `example_frames` frames (long
+    enough that no attention window is specialised) and step graphs of up to `max_push` frames.
+    encoder_step=False: no encoder step graph, and the encoder graph always. raw_samples: the
+    encoder graph (always there) takes any number of samples, its convolutions padding a last
+    partial frame themselves (Codec.pads_per_layer; the manifest's `encode_input: "samples"`),
+    which a step graph of whole frames cannot; no encoder step graph then."""
     model = codec.model.eval()
     spf = codec.samples_per_frame
     batch = torch.export.Dim("batch", min=1, max=4096)
@@ -156,16 +173,19 @@ def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: 
                          for s in codec.codebook_sizes], 1)
     audio = torch.randn(2, 1, example_frames * spf) * 0.1
     graphs, states = {}, {}
-    graphs["decoder"] = export_graph(
-        Call(model, lambda m, c: m.decode(c)), (codes,), tmp / "decoder.onnx", ["codes"],
-        ["audio"], {"codes": {0: batch, 2: frames}}, facts)
-    # raw samples: unnamed dynamic sizes (named, the ceil divisions of every layer's length
-    # become derived dimensions torch.export cannot state)
-    dims = {0: torch.export.Dim.DYNAMIC, 2: torch.export.Dim.DYNAMIC} if raw_samples else \
-        {0: batch, 2: spf * frames}
-    graphs["encoder"] = export_graph(
-        Call(model, lambda m, a: m.encode(a)), (audio[..., :-37] if raw_samples else audio,),
-        tmp / "encoder.onnx", ["audio"], ["codes"], {"audio": dims}, facts)
+    encoder_step = encoder_step and not raw_samples
+    if offline:
+        graphs["decoder"] = export_graph(
+            Call(model, lambda m, c: m.decode(c)), (codes,), tmp / "decoder.onnx", ["codes"],
+            ["audio"], {"codes": {0: batch, 2: frames}}, facts)
+    if offline or not encoder_step:
+        # raw samples: unnamed dynamic sizes (named, the ceil divisions of every layer's length
+        # become derived dimensions torch.export cannot state)
+        dims = {0: torch.export.Dim.DYNAMIC, 2: torch.export.Dim.DYNAMIC} if raw_samples \
+            else {0: batch, 2: spf * frames}
+        graphs["encoder"] = export_graph(
+            Call(model, lambda m, a: m.encode(a)), (audio[..., :-37] if raw_samples else audio,),
+            tmp / "encoder.onnx", ["audio"], ["codes"], {"audio": dims}, facts)
     steps = {"decoder_step": ("decode", codes[:, :, :3], "codes", "audio", step_frames)}
     if encoder_step:
         steps["encoder_step"] = ("encode", audio[..., : 3 * spf], "audio", "codes",

@@ -19,6 +19,7 @@ from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, withi
 from . import segments
 
 MANIFEST = "audiotok_onnx.json"
+FORMAT_VERSION = 2  # the newest manifest this runtime reads (export/onnx.py writes it)
 _ANNOUNCED: set[str] = set()
 
 
@@ -46,6 +47,11 @@ class OnnxCodec(FrameMath):
             raise CheckpointError(f"{self.folder}: unreadable {MANIFEST} ({e})") from None
         if facts.get("format") != "audiotok-onnx":
             raise CheckpointError(f"{self.folder}: not an audiotok ONNX export")
+        if not isinstance(facts.get("format_version"), int) or \
+                facts["format_version"] > FORMAT_VERSION:
+            raise CheckpointError(f"{self.folder}: export format version "
+                                  f"{facts.get('format_version')!r}, newer than this audiotok "
+                                  f"reads ({FORMAT_VERSION}); upgrade audiotok")
         self.facts = facts
         self.name, self.title, self.licence = facts["codec"], facts["model"], facts["licence"]
         self.causal = bool(facts["causal"])
@@ -115,6 +121,8 @@ class OnnxCodec(FrameMath):
                 audio = self._padded([items[i].samples for i in group], frames[group[0]])
             if self._is_long(frames[group[0]]):
                 out = self._encode_windowed(audio)
+            elif self.encode_graphs[-1] not in self.sessions:  # a causal export's: the step
+                out = self._encode_steps(audio)               # graph, as a stream
             else:
                 out = self._encode_batch(audio)
             for j, i in enumerate(group):
@@ -190,6 +198,14 @@ class OnnxCodec(FrameMath):
         """The manifest's encode graphs in order (e.g. a features graph, then the encoder)."""
         return self._run_graphs(self.encode_graphs, {"audio": audio})["codes"]
 
+    def _encode_steps(self, audio: np.ndarray) -> np.ndarray:
+        """Whole frames of audio [B, 1, n] through the encoder step graph (a causal export
+        without the whole-input encoder): the tokens a stream of that audio gives."""
+        from .streams import OnnxStreamEncoder
+
+        with OnnxStreamEncoder(self, audio.shape[0]) as enc:
+            return enc.push(audio[:, 0])
+
     def _encode_windowed(self, audio: np.ndarray) -> np.ndarray:
         """One long item in windows, as the torch codec does: the graphs before the encoder run
         on the whole signal, and each window takes its frames of their outputs."""
@@ -218,10 +234,13 @@ class OnnxCodec(FrameMath):
             return self._decode_segments(tokens, lengths, num_samples,
                                          None if scales is None else as_numpy(scales))
         spf = self.samples_per_frame
-        run = self.sessions["decoder"].run
         audio = np.zeros((tokens.shape[0], 1, tokens.shape[-1] * spf), np.float32)
         for group in self._groups(lengths.tolist()):
             n = int(lengths[group].max())
+            if "decoder" not in self.sessions:  # a causal export's: the step graph, as a stream
+                audio[group, :, : n * spf] = self._decode_steps(tokens[group, :, :n])
+                continue
+            run = self.sessions["decoder"].run
             if not self._is_long(n):
                 audio[group, :, : n * spf - self.decode_trim] = \
                     run(None, {"codes": tokens[group, :, :n]})[0]
@@ -237,6 +256,14 @@ class OnnxCodec(FrameMath):
         for i, n in enumerate(out_len.tolist()):
             audio[i, :, n:] = 0
         return audio
+
+    def _decode_steps(self, tokens: np.ndarray) -> np.ndarray:
+        """Tokens [B, K, n] (checked) through the decoder step graph: the audio a stream of
+        them gives."""
+        from .streams import OnnxStreamDecoder
+
+        with OnnxStreamDecoder(self, tokens.shape[0]) as dec:
+            return dec._run("codes", tokens, 1)
 
     def _decode_segments(self, tokens: np.ndarray, lengths: np.ndarray, num_samples,
                          scales: np.ndarray | None) -> np.ndarray:

@@ -1,6 +1,8 @@
-"""Mimi's ONNX export: the four graphs (encoder, decoder and both step graphs with explicit
-state), and the torch-free runtime against the torch codec: tokens equal, audio within 1e-4,
-batches, and the step graphs driven push by push equal to offline."""
+"""Mimi's ONNX export with --offline-graphs: the four graphs (encoder, decoder and both step
+graphs with explicit state), and the torch-free runtime against the torch codec: tokens equal,
+audio within 1e-4, batches, and the step graphs driven push by push equal to offline; whole
+inputs driven through the step graphs (what an export without the offline graphs runs) equal
+the offline graphs' results."""
 
 import json
 
@@ -48,7 +50,7 @@ TORCH_FREE = torch_free_script("""
 @pytest.fixture(scope="module")
 def mimi_onnx(mimi_files, tmp_path_factory):
     out = tmp_path_factory.mktemp("onnx") / "mimi_small_onnx"
-    export_onnx_cli(mimi_files[3], out)
+    export_onnx_cli(mimi_files[3], out, "--offline-graphs")
     return out
 
 
@@ -104,3 +106,16 @@ def test_torch_free_runtime_equals_the_torch_codec(mimi_onnx, mimi_codec, tmp_pa
     assert z["streamed"].shape == offline.shape
     np.testing.assert_allclose(z["streamed"], offline.numpy(), rtol=0, atol=1e-4)
     assert np.array_equal(z["stream_encoded"], inputs["torch_codes_76800"])
+
+
+def test_whole_inputs_through_the_step_graphs_equal_the_offline_graphs(mimi_onnx):
+    from audiotok.runtime import OnnxCodec
+
+    offline, steps = OnnxCodec(mimi_onnx, threads=1), OnnxCodec(mimi_onnx, threads=1)
+    del steps.sessions["encoder"], steps.sessions["decoder"]  # as an export without them
+    audio = [speechy(n, i)[0, 0].numpy() for i, n in enumerate((1921, FRAME * 23 + 7, 500))]
+    codes = offline.encode(audio, 24000)
+    got = steps.encode(audio, 24000)
+    assert np.array_equal(got.tokens, codes.tokens) and got.lengths.tolist() == [2, 24, 1]
+    want = offline.decode(codes)
+    assert np.abs(steps.decode(codes) - want).max() <= 1e-5

@@ -14,9 +14,7 @@ from ...errors import AudiotokError
 from ...export.onnx import MAX_FRAMES, Call, export_graph
 
 
-def onnx_graphs(codec, tmp: Path, facts: dict, max_push_frames: int | None) -> dict:
-    if max_push_frames is not None:
-        raise AudiotokError("max_push_frames applies to causal codecs")
+def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
     if codec.padding != "frame":
         raise AudiotokError("DAC exports with padding='frame' (the default); the graphs take "
                             "whole frames")

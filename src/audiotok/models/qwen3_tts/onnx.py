@@ -1,26 +1,27 @@
 """The Qwen3-TTS tokenizer's ONNX graphs (export/onnx.py's causal codec graphs): the encoder
 takes any number of samples (its convolutions pad a last partial frame as the reference's
 MimiModel does, so the runtime feeds each item as it is, items of one length as a batch), the
-decoder and its step graph. No encoder step graph: a step graph takes whole frames while the
-stream's last partial frame is padded by each convolution (and with full attention every past
-step is kept); streams are encoded by the torch codec."""
+decoder's step graph (and with OnnxSettings.offline_graphs the whole-input decoder). No encoder
+step graph: a step graph takes whole frames while the stream's last partial frame is padded by
+each convolution (and with full attention every past step is kept); streams are encoded by the
+torch codec."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ...errors import AudiotokError
-from ...export.onnx import causal_graphs
+from ...export.onnx import OnnxSettings, causal_graphs
 
 
-def onnx_graphs(codec, tmp: Path, facts: dict, max_push_frames: int | None) -> dict:
+def onnx_graphs(codec, tmp: Path, facts: dict, settings: OnnxSettings) -> dict:
     """max_push_frames: the most frames one decoder step graph call takes; default and limit:
     the decoder's attention window (72 frames)."""
     window = codec.config.decoder.sliding_window
-    max_push = window if max_push_frames is None else int(max_push_frames)
+    max_push = window if settings.max_push_frames is None else int(settings.max_push_frames)
     if not 1 <= max_push <= window:
         raise AudiotokError(f"max_push_frames must be 1..{window} (the decoder's attention "
                             "window)")
     facts["attention"] = codec.attention
-    return causal_graphs(codec, tmp, facts, 2 * window + 3, max_push, encoder_step=False,
+    return causal_graphs(codec, tmp, facts, 2 * window + 3, max_push, settings.offline_graphs,
                          raw_samples=True)

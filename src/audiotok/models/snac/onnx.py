@@ -15,9 +15,7 @@ from ...errors import AudiotokError
 from ...export.onnx import MAX_FRAMES, Call, export_graph
 
 
-def onnx_graphs(codec, tmp: Path, facts: dict, max_push_frames: int | None) -> dict:
-    if max_push_frames is not None:
-        raise AudiotokError("max_push_frames applies to causal codecs")
+def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
     model = codec.model.eval()
     if model.noise == "torch":
         raise AudiotokError("the decoder's torch noise (a global generator) cannot be exported; "

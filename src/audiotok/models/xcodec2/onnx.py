@@ -14,13 +14,10 @@ from pathlib import Path
 
 import torch
 
-from ...errors import AudiotokError
 from ...export.onnx import MAX_FRAMES, Call, export_graph
 
 
-def onnx_graphs(codec, tmp: Path, facts: dict, max_push_frames: int | None) -> dict:
-    if max_push_frames is not None:
-        raise AudiotokError("max_push_frames applies to causal codecs")
+def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
     model = codec.model.eval()
     hop, extra = codec.input_samples_per_frame, codec.audio_extra_frames
     batch = torch.export.Dim("batch", min=1, max=4096)
