@@ -59,7 +59,7 @@ TORCH_FREE = torch_free_script("""
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     out = tmp_path_factory.mktemp("onnx") / "s2_tiny_onnx"
-    assert "decoder_step.onnx" in export_onnx_cli(S2_TINY / "codec.pth", out)
+    assert "decoder_step.onnx" in export_onnx_cli(S2_TINY / "codec.pth", out, "--step-graphs-only")
     return out
 
 
@@ -71,7 +71,7 @@ def torch_free(folder, tmp_path_factory):
 
 def test_folder_graphs_metadata_and_dynamic_shapes(folder):
     manifest = json.loads((folder / "audiotok_onnx.json").read_text())
-    # a causal export: the step graphs only (the runtime drives them for whole inputs too)
+    # --step-graphs-only: the runtime drives the step graphs for whole inputs too
     assert set(manifest["graphs"]) == {"encoder_step", "decoder_step"}
     assert sorted(p.name for p in folder.iterdir()) == [
         "audiotok_onnx.json", "decoder_step.onnx", "encoder_step.onnx"]
@@ -244,7 +244,7 @@ def test_broken_export_folders(folder, tmp_path):
 def test_export_refuses_what_it_cannot_do_and_leaves_nothing(s2_codec, xc_codec, tmp_path):
     import torch
 
-    for settings in (OnnxSettings(max_push_frames=4), OnnxSettings(offline_graphs=True)):
+    for settings in (OnnxSettings(max_push_frames=4), OnnxSettings(offline_graphs=False)):
         with pytest.raises(AudiotokError, match="apply to causal codecs"):
             export_onnx(xc_codec, tmp_path / "x", settings)
     with pytest.raises(AudiotokError, match="float32"):

@@ -1,8 +1,8 @@
-"""Mimi's ONNX export with --offline-graphs: the four graphs (encoder, decoder and both step
-graphs with explicit state), and the torch-free runtime against the torch codec: tokens equal,
+"""Mimi's ONNX export: the four graphs (encoder, decoder and both step graphs with explicit
+state), and the torch-free runtime against the torch codec: tokens equal,
 audio within 1e-4, batches, and the step graphs driven push by push equal to offline; whole
-inputs driven through the step graphs (what an export without the offline graphs runs) equal
-the offline graphs' results."""
+inputs driven through the step graphs (what an export with --step-graphs-only runs) equal the
+whole-input graphs' results."""
 
 import json
 
@@ -50,7 +50,7 @@ TORCH_FREE = torch_free_script("""
 @pytest.fixture(scope="module")
 def mimi_onnx(mimi_files, tmp_path_factory):
     out = tmp_path_factory.mktemp("onnx") / "mimi_small_onnx"
-    export_onnx_cli(mimi_files[3], out, "--offline-graphs")
+    export_onnx_cli(mimi_files[3], out)
     return out
 
 

@@ -1,5 +1,5 @@
-"""Mimi's ONNX graphs: the causal codec's step graphs (and with OnnxSettings.offline_graphs the
-whole-input encoder and decoder; export/onnx.py), traced over lengths that span two attention
+"""Mimi's ONNX graphs: the causal codec's step graphs and (OnnxSettings.offline_graphs) the
+whole-input encoder and decoder (export/onnx.py), traced over lengths that span two attention
 windows of the transformers."""
 
 from __future__ import annotations

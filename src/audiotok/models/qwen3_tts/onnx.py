@@ -1,7 +1,7 @@
 """The Qwen3-TTS tokenizer's ONNX graphs (export/onnx.py's causal codec graphs): the encoder
 takes any number of samples (its convolutions pad a last partial frame as the reference's
 MimiModel does, so the runtime feeds each item as it is, items of one length as a batch), the
-decoder's step graph (and with OnnxSettings.offline_graphs the whole-input decoder). No encoder
+decoder's step graph and (OnnxSettings.offline_graphs) the whole-input decoder. No encoder
 step graph: a step graph takes whole frames while the stream's last partial frame is padded by
 each convolution (and with full attention every past step is kept); streams are encoded by the
 torch codec."""

@@ -1,5 +1,5 @@
-"""S2's ONNX graphs: the causal codec's step graphs (and with OnnxSettings.offline_graphs the
-whole-input encoder and decoder; export/onnx.py), traced over lengths that span two attention
+"""S2's ONNX graphs: the causal codec's step graphs and (OnnxSettings.offline_graphs) the
+whole-input encoder and decoder (export/onnx.py), traced over lengths that span two attention
 windows of every transformer."""
 
 from __future__ import annotations
