@@ -50,7 +50,7 @@ def _dtypes() -> list[str]:
               help="ONNX, causal codecs: leave out the whole-input encoder.onnx and "
                    "decoder.onnx (each weight once: half the size and the export time); the "
                    "runtime then encodes and decodes whole inputs through the step graphs, with "
-                   "the same results, slower (full-size S2: encode 1.55x, decode 1.2x).")
+                   "the same results, slower (measured: encode 1.55x, decode 1.2x the time).")
 def export(model, fmt, out, dtype, max_push_frames, step_graphs_only):
     """Export MODEL (a name or path `audiotok.load` accepts) for another runtime."""
     from .. import load
