@@ -197,7 +197,8 @@ def _open(state, kind: str, start: dict):
     if token_format not in ("json", "binary"):
         raise Close(1007, f"token_format must be json or binary, got {token_format!r}")
     channels = start.get("channels", codec.channels)
-    if channels not in (1, codec.channels) or isinstance(channels, bool):
+    if not isinstance(channels, int) or isinstance(channels, bool) or \
+            channels not in (1, codec.channels):
         raise Close(1007, f"channels must be {' or '.join(map(str, {1, codec.channels}))}, "
                           f"got {channels!r}")
     stream = engine.open_encode_stream(name)

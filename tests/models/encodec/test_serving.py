@@ -211,7 +211,8 @@ def test_48khz_over_http_and_websocket(codec48):
             r = client.post("/v1/decode", json={"tokens": t.tolist(), "scales": bad})
             assert r.status_code == 400 and "scales" in r.json()["error"], bad
         for start, message in (({"channels": 3}, "channels must be 1 or 2"),
-                               ({"channels": True}, "channels must be 1 or 2")):
+                               ({"channels": True}, "channels must be 1 or 2"),
+                               ({"channels": 2.0}, "channels must be 1 or 2")):
             with client.websocket_connect("/v1/stream/encode") as ws:
                 ws.send_json({"type": "start", **start})
                 doc = ws.receive_json()
