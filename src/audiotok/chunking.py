@@ -105,7 +105,7 @@ class FrameMath:
         return min(-(-num_samples * self.sample_rate // self.input_rate),
                    self.num_frames(num_samples) * self.samples_per_frame)
 
-    def segments(self, frames: int) -> int:
+    def segment_count(self, frames: int) -> int:
         """Segments of an item of `frames` frames, for a "segments:L:S" frame rule (codes that
         carry a scale per segment)."""
         length, stride = segment_rule(self.frame_rule)

@@ -258,12 +258,11 @@ class OnnxCodec(FrameMath):
         return audio
 
     def _decode_steps(self, tokens: np.ndarray) -> np.ndarray:
-        """Tokens [B, K, n] (checked) through the decoder step graph: the audio a stream of
-        them gives."""
+        """Tokens [B, K, n] through the decoder step graph: the audio a stream of them gives."""
         from .streams import OnnxStreamDecoder
 
         with OnnxStreamDecoder(self, tokens.shape[0]) as dec:
-            return dec._run("codes", tokens, 1)
+            return dec.push(tokens)
 
     def _decode_segments(self, tokens: np.ndarray, lengths: np.ndarray, num_samples,
                          scales: np.ndarray | None) -> np.ndarray:

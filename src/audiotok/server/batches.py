@@ -466,10 +466,7 @@ class ScaledEncode(_Scaled, StatefulEncode):
         if end:
             rest = inner.finish()
             y = rest if y is None else torch.cat([y, rest], -1)
-        return y if y is not None else self._silence_tokens()
-
-    def _silence_tokens(self) -> torch.Tensor:
-        return torch.zeros(1, self.codec.num_codebooks, 0, dtype=torch.long)
+        return torch.zeros(1, self.codec.num_codebooks, 0, dtype=torch.long) if y is None else y
 
 
 class ScaledTokens(NamedTuple):
@@ -490,7 +487,7 @@ def run_offline(codec, kind: str, payloads: list) -> list:
         out = [tokens[i, :, :n] for i, n in enumerate(codes.lengths.tolist())]
         if codes.scales is None:
             return out
-        return [ScaledTokens(t, codes.scales[i, : codec.segments(t.shape[1])].numpy())
+        return [ScaledTokens(t, codes.scales[i, : codec.segment_count(t.shape[1])].numpy())
                 for i, t in enumerate(out)]
     lengths = [t.shape[1] for t, _, _ in payloads]
     tokens = torch.zeros(len(payloads), codec.num_codebooks, max(lengths), dtype=torch.long)
@@ -498,7 +495,7 @@ def run_offline(codec, kind: str, payloads: list) -> list:
         tokens[i, :, : t.shape[1]] = t
     scales = None
     if any(sc is not None for _, _, sc in payloads):  # those without: ones (unscaled)
-        scales = torch.ones(len(payloads), max(codec.segments(n) for n in lengths))
+        scales = torch.ones(len(payloads), max(codec.segment_count(n) for n in lengths))
         for i, (_, _, sc) in enumerate(payloads):
             if sc is not None:
                 scales[i, : sc.shape[0]] = torch.from_numpy(sc)

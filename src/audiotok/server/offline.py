@@ -20,6 +20,7 @@ from .errors import HTTPError
 from .protocol import (
     check_sample_format,
     codes_from_body,
+    interleaved,
     pcm_bytes,
     pcm_samples,
     streaming_wav_header,
@@ -200,14 +201,10 @@ def _audio_item(body: bytes, q, target_rate: int, codec_channels: int = 1):
                         ) from None
     if not 1000 <= rate <= 384000 or not 1 <= channels <= 64:
         raise HTTPError(400, f"sample_rate {rate} or channels {channels} out of range")
-    x = pcm_samples(body, sample_format)
-    if x.size % channels:
-        raise HTTPError(400, f"{x.size} samples do not split into {channels} channels")
-    x = x.reshape(-1, channels).T
+    x = interleaved(pcm_samples(body, sample_format), channels)
     import torch
 
-    return to_items(torch.from_numpy(np.ascontiguousarray(x)), rate, target_rate,
-                    channels=codec_channels)[0]
+    return to_items(torch.from_numpy(x), rate, target_rate, channels=codec_channels)[0]
 
 
 async def _engine_call(awaitable):

@@ -265,7 +265,7 @@ def check_scales(scales, codec, frames: int | None = None) -> np.ndarray:
     if x.ndim != 1 or x.dtype.kind not in "iuf" or not np.isfinite(x).all() or (x <= 0).any():
         raise CodesError(f"scales must be positive finite numbers [segments], got "
                          f"{x.dtype} {x.shape}")
-    if frames is not None and x.shape[0] != (want := codec.segments(frames)):
+    if frames is not None and x.shape[0] != (want := codec.segment_count(frames)):
         raise CodesError(f"{frames} frames are {want} segments; got {x.shape[0]} scales")
     return np.ascontiguousarray(x, dtype=np.float32)
 

@@ -193,6 +193,8 @@ def test_48khz_over_http_and_websocket(codec48):
                         content=pcm)
         codes = load_codes_bytes(r.content)
         assert torch.equal(codes.scales[0], torch.from_numpy(sc))
+        r = client.post("/v1/encode?pcm=f32le&sample_rate=48000&channels=2", content=pcm[:12])
+        assert r.status_code == 400 and "3 samples do not split into 2 channels" in r.text
         r = client.post("/v1/encode?format=npy", content=pcm)
         assert r.status_code == 400 and "segment scales" in r.json()["error"]
         r = client.post("/v1/decode?format=pcm&sample_format=f32le",
