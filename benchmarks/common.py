@@ -76,11 +76,12 @@ def parser(doc: str):
     return p
 
 
-def report_rounds(rows: list, times: dict, memory: dict, same: bool, seconds: float,
+def report_rounds(rows: list, times: dict, memory: dict, same: bool | str, seconds: float,
                   nominal: float, ours: str = "audiotok") -> None:
     """Rows and printed lines for encode_decode_rounds' results (medians, real-time factors,
-    extra peak memory, whether the codes were equal), then `ours` against the faster of the
-    other implementations, per operation. `seconds` of audio ran; `nominal` was asked for."""
+    extra peak memory, whether the codes were equal or how many differ), then `ours` against
+    the faster of the other implementations, per operation. `seconds` of audio ran; `nominal`
+    was asked for."""
     names = list(dict.fromkeys(name for name, _ in times))
     width = max(len(n) for n in names)
     for (name, kind), ts in times.items():

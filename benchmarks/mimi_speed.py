@@ -49,7 +49,10 @@ def main() -> None:
         }
         with torch.inference_mode():
             times, memory, codes = encode_decode_rounds(impls, args.repeats)
-        same = all(torch.equal(codes["audiotok"], c) for c in codes.values())
+        # codes that differ from any reference's (a float32 tie between two distances can go
+        # either way under other rounding: nn/linear.py, models/mimi/quantizer.py)
+        differ = max(int((codes["audiotok"] != c).sum()) for c in codes.values())
+        same = True if differ == 0 else f"{differ} of {codes['audiotok'].numel()} differ"
         report_rounds(rows, times, memory, same, seconds, seconds)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))

@@ -13,10 +13,25 @@ def _close(got, ref):
     torch.testing.assert_close(got, ref, rtol=1e-5, atol=1e-5)
 
 
+def _use(monkeypatch, rule: str) -> None:
+    monkeypatch.setenv("AUDIOTOK_CPU_GEMM", rule)
+    L.gemm_backend.cache_clear()
+    assert L.gemm_backend() == rule
+
+
+@pytest.fixture(params=["mkl", "onednn"])
+def rule(request, monkeypatch):
+    """Each product rule of nn/linear.py, whichever this CPU would pick."""
+    _use(monkeypatch, request.param)
+    yield request.param
+    monkeypatch.undo()
+    L.gemm_backend.cache_clear()
+
+
 @pytest.mark.parametrize("shape", [(1, 48), (1, 1, 48), (2, 48), (2, 3, 48), (64, 48),
-                                   (65, 48), (0, 48), (3, 0, 48)])
+                                   (65, 48), (0, 48), (3, 0, 48), (7, 48), (8, 48), (300, 48)])
 @pytest.mark.parametrize("bias", [False, True])
-def test_linear_equals_f_linear(shape, bias):
+def test_linear_equals_f_linear(shape, bias, rule):
     torch.manual_seed(0)
     layer, ref = L.Linear(48, 40, bias=bias), torch.nn.Linear(48, 40, bias=bias)
     ref.load_state_dict(layer.state_dict())  # same parameters, same keys
@@ -27,16 +42,18 @@ def test_linear_equals_f_linear(shape, bias):
     assert got.shape == (*shape[:-1], 40) and got.is_contiguous()
 
 
-def test_linear_on_strided_inputs():
+def test_linear_on_strided_inputs(rule):
     """A permuted input (ConvNeXt's [B, T, C] view of [B, C, T]) and a sliced one."""
     w, b = torch.randn(40, 48), torch.randn(40)
     for x in (torch.randn(1, 48, 4).permute(0, 2, 1), torch.randn(6, 96)[:, ::2],
-              torch.randn(1, 48, 1).permute(0, 2, 1)):
+              torch.randn(1, 48, 1).permute(0, 2, 1), torch.randn(2, 48, 30).permute(0, 2, 1)):
         _close(L.linear(x, w, b), F.linear(x, w, b))
 
 
-def test_linear_falls_back_exactly_where_it_should():
-    """Other dtypes, many rows, autograd and graph export take F.linear itself: equal bits."""
+def test_linear_falls_back_exactly_where_it_should(monkeypatch):
+    """Other dtypes, many rows (under the MKL rule), autograd and graph export take F.linear
+    itself: equal bits."""
+    _use(monkeypatch, "mkl")
     w, x = torch.randn(40, 48), torch.randn(4, 48)
     bf = L.linear(x.bfloat16(), w.bfloat16())
     assert torch.equal(bf, F.linear(x.bfloat16(), w.bfloat16()))
@@ -51,17 +68,67 @@ def test_linear_falls_back_exactly_where_it_should():
     torch.testing.assert_close(wg.grad, x.sum(0).expand(40, -1))
 
 
-def test_one_row_without_onednn(monkeypatch):
-    """A build whose oneDNN linear raises: the row goes the general way, from then on."""
+@pytest.mark.parametrize("rows", [1, 8, 100])
+def test_without_onednn(monkeypatch, rows):
+    """A build whose oneDNN linear raises: the rows go the general way, from then on, under
+    the MKL rule."""
     def broken(*args):
         raise RuntimeError("could not create a primitive descriptor")
 
+    _use(monkeypatch, "onednn")
     monkeypatch.setitem(L._ONEDNN, "ok", True)
     monkeypatch.setattr(L, "_onednn_linear", broken)
-    w, b, x = torch.randn(40, 48), torch.randn(40), torch.randn(1, 48)
+    w, b, x = torch.randn(40, 48), torch.randn(40), torch.randn(rows, 48)
     _close(L.linear(x, w, b), F.linear(x, w, b))
-    assert L._ONEDNN["ok"] is False
+    assert L._ONEDNN["ok"] is False and L.gemm_backend() == "mkl"
     _close(L.linear(x, w, b), F.linear(x, w, b))
+    assert L.onednn_product(x, w) is None
+    L.gemm_backend.cache_clear()
+
+
+def test_the_rule_follows_the_cpu_and_the_environment(monkeypatch):
+    """oneDNN where MKL runs its generic kernels (x86 CPUs not made by Intel); the variable
+    overrides it; a wrong value is a clear error."""
+    monkeypatch.delenv("AUDIOTOK_CPU_GEMM", raising=False)
+    for vendor, rule in [("GenuineIntel", "mkl"), ("AuthenticAMD", "onednn"),
+                         ("HygonGenuine", "onednn"), ("", "mkl")]:
+        monkeypatch.setattr(L, "_cpu_vendor", lambda v=vendor: v)
+        L.gemm_backend.cache_clear()
+        assert L.gemm_backend() == rule, vendor
+    monkeypatch.setattr(L, "_cpu_vendor", lambda: "AuthenticAMD")
+    monkeypatch.setenv("AUDIOTOK_CPU_GEMM", " MKL ")
+    L.gemm_backend.cache_clear()
+    assert L.gemm_backend() == "mkl"
+    monkeypatch.setenv("AUDIOTOK_CPU_GEMM", "openblas")
+    L.gemm_backend.cache_clear()
+    with pytest.raises(ValueError, match="AUDIOTOK_CPU_GEMM must be onednn or mkl"):
+        L.gemm_backend()
+    monkeypatch.undo()
+    L.gemm_backend.cache_clear()
+
+
+def test_onednn_rule_calls_onednn_from_8_rows(monkeypatch):
+    """Under the oneDNN rule: 1 row and from ONEDNN_ROWS rows on (any number) oneDNN's linear,
+    2..7 rows W @ x^T; onednn_product answers from ONEDNN_ROWS rows, float32, without
+    autograd, and None otherwise."""
+    _use(monkeypatch, "onednn")
+    calls = []
+    real = L._onednn_linear
+    monkeypatch.setattr(L, "_onednn_linear", lambda *a: calls.append(a[0].shape) or real(*a))
+    w, b = torch.randn(40, 48), torch.randn(40)
+    for rows in (1, 2, 7, 8, 64, 65, 1000):
+        calls.clear()
+        x = torch.randn(rows, 48)
+        _close(L.linear(x, w, b), F.linear(x, w, b))
+        assert bool(calls) == (rows == 1 or rows >= L.ONEDNN_ROWS), rows
+    x = torch.randn(8, 48)
+    _close(L.onednn_product(x, w, b), F.linear(x, w, b))
+    assert L.onednn_product(x[:7], w) is None
+    assert L.onednn_product(x.double(), w.double()) is None
+    with torch.enable_grad():
+        assert L.onednn_product(x, w.clone().requires_grad_()) is None
+    _use(monkeypatch, "mkl")
+    assert L.onednn_product(x, w) is None
 
 
 # output rows (batch x steps): 1 (oneDNN), 2..16 (W @ taps^T), 17..256 in float32 (W @ taps,
@@ -74,7 +141,7 @@ SHORT_CONVS = [(1, 1, 1, 1), (1, 7, 7, 1), (1, 16, 3, 1), (3, 10, 3, 2), (2, 40,
 @pytest.mark.parametrize("batch,length,kernel,dilation", SHORT_CONVS)
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("stride", [1, 4])
-def test_short_conv1d_equals_conv1d(dtype, batch, length, kernel, dilation, bias, stride):
+def test_short_conv1d_equals_conv1d(dtype, batch, length, kernel, dilation, bias, stride, rule):
     torch.manual_seed(1)
     if stride > 1:  # as a strided streaming convolution sees it: kernel 2 x stride
         kernel, dilation = 2 * stride, 1
@@ -90,9 +157,14 @@ def test_short_conv1d_equals_conv1d(dtype, batch, length, kernel, dilation, bias
     torch.testing.assert_close(got.float(), ref.float(), rtol=tol, atol=tol)
 
 
-def test_short_conv1d_runs_up_to_256_float32_rows_as_one_product(monkeypatch):
-    """17..256 output rows in float32 never reach a convolution kernel (nor linear); 257 do."""
+@pytest.mark.parametrize("form", ["mkl", "onednn"])
+def test_short_conv1d_runs_up_to_256_float32_rows_as_one_product(monkeypatch, form):
+    """17..256 output rows in float32 never reach a convolution kernel: under the MKL rule
+    they run as W @ taps (not linear), under the oneDNN rule through linear; 257 do."""
     from audiotok.nn import conv
+
+    _use(monkeypatch, form)
+    real_linear = conv.linear
 
     def refused(*args, **kw):
         raise AssertionError("another form called")
@@ -103,8 +175,9 @@ def test_short_conv1d_runs_up_to_256_float32_rows_as_one_product(monkeypatch):
     refs = [F.conv1d(x, w, b) for x in cases]
     monkeypatch.setattr(conv.F, "conv1d", refused)
     monkeypatch.setattr(conv, "conv2d_nwc", refused)
-    monkeypatch.setattr(conv, "linear", refused)
+    monkeypatch.setattr(conv, "linear", refused if form == "mkl" else real_linear)
     for x, ref in zip(cases, refs, strict=True):
         torch.testing.assert_close(short_conv1d(x, w, b), ref, rtol=1e-5, atol=1e-5)
     with pytest.raises(AssertionError, match="another form called"):
         short_conv1d(torch.randn(1, 16, 259), w, b)
+    L.gemm_backend.cache_clear()

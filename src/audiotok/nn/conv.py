@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .derived import derived
-from .linear import linear
+from .linear import gemm_backend, linear
 from .streaming import StreamingModule, keep_last, ragged_of
 from .tracing import exporting
 
@@ -335,7 +335,7 @@ def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
     span = (steps - 1) * stride + 1
     taps = torch.stack([x[..., j * dilation : j * dilation + span : stride] for j in range(k)], 2)
     w = weight.reshape(cout, cin * k)
-    if f32 and rows >= TAPS_ROWS:
+    if f32 and rows >= TAPS_ROWS and gemm_backend() != "onednn":
         # taps [b, in, tap, step] -> [(in, tap), (row, step)], row-major
         y = w @ (taps.view(cin * k, steps) if b == 1
                  else taps.permute(1, 2, 0, 3).reshape(cin * k, rows))

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .linear import Linear
 from .masking import time_mask
 from .tracing import exporting
 
@@ -19,7 +20,7 @@ class ISTFTHead(nn.Module):
         super().__init__()
         self.n_fft, self.hop = n_fft, hop
         self.trim = (n_fft - hop) // 2
-        self.linear = nn.Linear(dim, n_fft + 2)
+        self.linear = Linear(dim, n_fft + 2)
         self.register_buffer("window", torch.hann_window(n_fft, device="cpu"), persistent=False)
 
     def _overlap_add(self, frames: torch.Tensor) -> torch.Tensor:

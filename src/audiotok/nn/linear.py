@@ -15,10 +15,21 @@ product written as W @ x^T (a 2-core AMD EPYC, torch 2.13: `benchmarks/few_rows.
   of 4 columns the same product takes 1.6-2.3x longer), transposed back to a contiguous result;
 - more rows, other dtypes or devices, autograd, graph export: `F.linear`.
 
+On CPUs not made by Intel (an AMD EPYC here) MKL runs its generic kernels, not its AVX-512
+ones: its float32 products take about twice oneDNN's time from 8 rows on (2-core AMD EPYC,
+torch 2.13: 200 against 350-470 GFLOP/s at 64-1500 rows, `benchmarks/few_rows.py --rows
+2,4,8,16,32,64,128 --shapes 1536x512,512x512,2048x512,512x2048`). There, from 8 rows on, every
+float32 product goes to oneDNN's linear, and 2-7 rows take W @ x^T (its 2-row form is 1.3-1.9x
+faster than F.linear there). `gemm_backend()` says which rule runs; the environment variable
+AUDIOTOK_CPU_GEMM=onednn|mkl overrides the choice (side-by-side measurements, tests).
+
 The sums are the same; only the order of float additions differs (results within rounding).
 """
 
 from __future__ import annotations
+
+import functools
+import os
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +38,7 @@ from torch import nn
 from .tracing import exporting
 
 FEW_ROWS = 64
+ONEDNN_ROWS = 8  # with the oneDNN rule: from this many rows on, oneDNN's linear
 _ONEDNN = {"ok": hasattr(torch.ops.mkldnn, "_linear_pointwise")
            and torch.backends.mkldnn.is_available()}
 
@@ -43,18 +55,18 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if exporting():  # (before any test of the rows: a traced size would be guarded on it)
         return F.linear(x, weight, bias)
     rows = x.numel() // max(x.shape[-1], 1)
-    if (rows > FEW_ROWS or rows == 0 or x.device.type != "cpu" or x.dtype != torch.float32
+    if (rows == 0 or x.device.type != "cpu" or x.dtype != torch.float32
             or weight.dtype != torch.float32
             or (torch.is_grad_enabled()
                 and any(t is not None and t.requires_grad for t in (x, weight, bias)))):
         return F.linear(x, weight, bias)
-    if rows == 2:
+    onednn = gemm_backend() == "onednn"
+    if rows == 1 or (onednn and rows >= ONEDNN_ROWS):
+        y = _onednn_or_none(x, weight, bias)
+        if y is not None:
+            return y
+    if rows > FEW_ROWS or (rows == 2 and not onednn):
         return F.linear(x, weight, bias)
-    if rows == 1 and _ONEDNN["ok"]:
-        try:
-            return _onednn_linear(x, weight, bias)
-        except RuntimeError:  # a build or CPU without it: the general path from now on
-            _ONEDNN["ok"] = False
     # x row-major, so that x^T is a column-major operand (MKL's fast layout for few columns)
     y = (weight @ x.reshape(rows, x.shape[-1]).contiguous().t()).t().contiguous()
     if bias is not None:
@@ -62,6 +74,57 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     return y.view(*x.shape[:-1], weight.shape[0])
 
 
+def onednn_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
+                   ) -> torch.Tensor | None:
+    """x @ weight^T (+ bias) by oneDNN where the oneDNN rule holds (gemm_backend) for float32
+    CPU operands of at least ONEDNN_ROWS rows; None otherwise, for the caller's own form (a
+    product that must stay the references' own call under the MKL rule)."""
+    if (exporting() or gemm_backend() != "onednn" or x.device.type != "cpu"
+            or x.dtype != torch.float32 or weight.dtype != torch.float32
+            or x.numel() // max(x.shape[-1], 1) < ONEDNN_ROWS
+            or (torch.is_grad_enabled()
+                and any(t is not None and t.requires_grad for t in (x, weight, bias)))):
+        return None
+    return _onednn_or_none(x, weight, bias)
+
+
 def _onednn_linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
                    ) -> torch.Tensor:
     return torch.ops.mkldnn._linear_pointwise(x, weight, bias, "none", [], "")
+
+
+def _onednn_or_none(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
+                    ) -> torch.Tensor | None:
+    if not _ONEDNN["ok"]:
+        return None
+    try:
+        return _onednn_linear(x, weight, bias)
+    except RuntimeError:  # a build or CPU without it: the other paths from now on
+        _ONEDNN["ok"] = False
+        gemm_backend.cache_clear()
+        return None
+
+
+@functools.cache
+def gemm_backend() -> str:
+    """The rule float32 CPU products follow: "onednn" (oneDNN's linear from ONEDNN_ROWS rows
+    on) where MKL lacks its fast kernels, i.e. on x86 CPUs not made by Intel, else "mkl" (MKL,
+    with the few-row forms above). AUDIOTOK_CPU_GEMM=onednn|mkl overrides it."""
+    chosen = os.environ.get("AUDIOTOK_CPU_GEMM", "").strip().lower()
+    if chosen not in ("", "onednn", "mkl"):
+        raise ValueError(f"AUDIOTOK_CPU_GEMM must be onednn or mkl, got {chosen!r}")
+    if not _ONEDNN["ok"]:
+        return "mkl"
+    return chosen or ("onednn" if _cpu_vendor() not in ("GenuineIntel", "") else "mkl")
+
+
+def _cpu_vendor() -> str:
+    """The x86 vendor string from /proc/cpuinfo ("" where there is none)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""

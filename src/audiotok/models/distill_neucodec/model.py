@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...nn.linear import Linear
 from ..xcodec2.model import Decoder, Quantizer, SemanticAdapter
 from .config import DistillNeuCodecConfig
 
@@ -46,7 +47,7 @@ class HubertFeatureEncoder(nn.Module):
 class HubertProjection(nn.Module):
     def __init__(self, c_in: int, dim: int):
         super().__init__()
-        self.projection = nn.Linear(c_in, dim)
+        self.projection = Linear(c_in, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.projection(x)
@@ -69,8 +70,8 @@ class HubertAttention(nn.Module):
     def __init__(self, dim: int, heads: int):
         super().__init__()
         self.heads = heads
-        self.q_proj, self.k_proj = nn.Linear(dim, dim), nn.Linear(dim, dim)
-        self.v_proj, self.out_proj = nn.Linear(dim, dim), nn.Linear(dim, dim)
+        self.q_proj, self.k_proj = Linear(dim, dim), Linear(dim, dim)
+        self.v_proj, self.out_proj = Linear(dim, dim), Linear(dim, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         b, t, d = x.shape
@@ -83,8 +84,8 @@ class HubertAttention(nn.Module):
 class HubertFeedForward(nn.Module):
     def __init__(self, dim: int, hidden: int):
         super().__init__()
-        self.intermediate_dense = nn.Linear(dim, hidden)
-        self.output_dense = nn.Linear(hidden, dim)
+        self.intermediate_dense = Linear(dim, hidden)
+        self.output_dense = Linear(hidden, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.output_dense(F.gelu(self.intermediate_dense(x)))
@@ -175,14 +176,14 @@ class ConvUnit(nn.Module):
     def __init__(self, dim: int):
         super().__init__()
         self.dw_conv = nn.Conv1d(dim, dim, 7, padding=3, groups=dim)
-        self.pw_conv1 = nn.Linear(dim, 4 * dim)
+        self.pw_conv1 = Linear(dim, 4 * dim)
         self.act = nn.Module()
         self.act.alpha = nn.Parameter(torch.ones(1, 1, 4 * dim))
         self.grn = nn.Module()
         self.grn.gamma = nn.Parameter(torch.zeros(1, 4 * dim))
         self.grn.beta = nn.Parameter(torch.zeros(1, 4 * dim))
 
-        self.pw_conv2 = nn.Linear(4 * dim, dim)
+        self.pw_conv2 = Linear(4 * dim, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.pw_conv1(self.dw_conv(x).transpose(1, 2))
@@ -225,8 +226,8 @@ class LocalAttention(nn.Module):
         super().__init__()
         self.heads, self.window = heads, window
         self.norm = nn.LayerNorm(dim)
-        self.to_qkv = nn.Linear(dim, 3 * heads * head_dim, bias=False)
-        self.to_out = nn.Linear(heads * head_dim, dim, bias=False)
+        self.to_qkv = Linear(dim, 3 * heads * head_dim, bias=False)
+        self.to_out = Linear(heads * head_dim, dim, bias=False)
 
     def forward(self, x: torch.Tensor, masks: torch.Tensor) -> torch.Tensor:
         b, t, _ = x.shape
@@ -258,8 +259,8 @@ class FeedForward(nn.Sequential):
     """LayerNorm, Linear to 2 x hidden, GEGLU, Linear back (the package's indices 0, 1, 4)."""
 
     def __init__(self, dim: int, hidden: int):
-        super().__init__(nn.LayerNorm(dim), nn.Linear(dim, 2 * hidden, bias=False),
-                         nn.Identity(), nn.Identity(), nn.Linear(hidden, dim, bias=False))
+        super().__init__(nn.LayerNorm(dim), Linear(dim, 2 * hidden, bias=False),
+                         nn.Identity(), nn.Identity(), Linear(hidden, dim, bias=False))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h, gate = self[1](self[0](x)).chunk(2, -1)
@@ -272,8 +273,8 @@ class LocalTrans(nn.Module):
         self.window = window
         self.dynamic_pos_bias = nn.Module()
         self.dynamic_pos_bias.mlp = nn.Sequential(
-            nn.Linear(1, dim // 2), nn.SiLU(), nn.Linear(dim // 2, dim // 2), nn.SiLU(),
-            nn.Linear(dim // 2, heads))
+            Linear(1, dim // 2), nn.SiLU(), Linear(dim // 2, dim // 2), nn.SiLU(),
+            Linear(dim // 2, heads))
         self.layers = nn.ModuleList(
             nn.ModuleList([LocalAttention(dim, heads, dim // 4, window),
                            FeedForward(dim, int(dim * 4 * 2 / 3))]) for _ in range(depth))
@@ -348,8 +349,8 @@ class DistillNeuCodecModel(nn.Module):
         self.semantic_encoder = DistilHubert(cfg)
         self.semantic_adapter = SemanticAdapter(cfg.hubert_hidden_size, cfg.adapter_size)
         self.codec_encoder = DistillAcousticEncoder(cfg)
-        self.fc_sq_prior = nn.Linear(cfg.acoustic_dim, cfg.hubert_hidden_size)
-        self.fc_encoder = nn.Linear(2 * cfg.hubert_hidden_size, cfg.quantization_dim)
+        self.fc_sq_prior = Linear(cfg.acoustic_dim, cfg.hubert_hidden_size)
+        self.fc_encoder = Linear(2 * cfg.hubert_hidden_size, cfg.quantization_dim)
         self.quantizer = Quantizer(cfg)
         self.acoustic_decoder = Decoder(cfg)
 

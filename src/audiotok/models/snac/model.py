@@ -19,6 +19,7 @@ from torch import nn
 
 from ...nn.activations import Snake1d
 from ...nn.conv import Conv1d, ConvTranspose1d
+from ...nn.linear import Linear
 from ...nn.snake_blocks import EncoderBlock, residual_units
 from .config import SnacConfig
 from .noise import NOISE_MODES, position_normal
@@ -66,8 +67,8 @@ class LocalMHA(nn.Module):
         self.norm = nn.LayerNorm(dim)
         self.heads = dim // head_dim
         self.window = window
-        self.to_qkv = nn.Linear(dim, 3 * dim, bias=False)
-        self.to_out = nn.Linear(dim, dim, bias=False)
+        self.to_qkv = Linear(dim, 3 * dim, bias=False)
+        self.to_out = Linear(dim, dim, bias=False)
         self.head_dim = head_dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

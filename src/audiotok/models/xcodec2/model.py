@@ -18,6 +18,7 @@ from ...nn.activations import SnakeBeta
 from ...nn.alias_free import AntiAliasedActivation
 from ...nn.fsq import FSQ
 from ...nn.istft import ISTFTHead
+from ...nn.linear import Linear
 from ...nn.masking import time_mask, zero_tail
 from ...nn.precision import param_dtype, run_in
 from ...nn.tracing import exporting
@@ -130,8 +131,8 @@ class SemanticAdapter(nn.Module):
 class Quantizer(nn.Module):
     def __init__(self, cfg: XCodec2Config):
         super().__init__()
-        self.project_in = nn.Linear(cfg.quantization_dim, len(cfg.quantization_levels))
-        self.project_out = nn.Linear(len(cfg.quantization_levels), cfg.quantization_dim)
+        self.project_in = Linear(cfg.quantization_dim, len(cfg.quantization_levels))
+        self.project_out = Linear(len(cfg.quantization_levels), cfg.quantization_dim)
         self.fsq = FSQ(cfg.quantization_levels)
 
     def encode(self, h: torch.Tensor) -> torch.Tensor:
@@ -190,10 +191,10 @@ class Attention(nn.Module):
         super().__init__()
         dim, self.heads, self.head_dim = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
         inner = self.heads * self.head_dim
-        self.q_proj = nn.Linear(dim, inner, bias=False)
-        self.k_proj = nn.Linear(dim, inner, bias=False)
-        self.v_proj = nn.Linear(dim, inner, bias=False)
-        self.o_proj = nn.Linear(inner, dim, bias=False)
+        self.q_proj = Linear(dim, inner, bias=False)
+        self.k_proj = Linear(dim, inner, bias=False)
+        self.v_proj = Linear(dim, inner, bias=False)
+        self.o_proj = Linear(inner, dim, bias=False)
 
     def forward(self, x, rope: tuple[torch.Tensor, torch.Tensor], key_mask) -> torch.Tensor:
         b, t, _ = x.shape
@@ -211,8 +212,8 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, dim: int, hidden: int):
         super().__init__()
-        self.fc1 = nn.Linear(dim, hidden, bias=False)
-        self.fc2 = nn.Linear(hidden, dim, bias=False)
+        self.fc1 = Linear(dim, hidden, bias=False)
+        self.fc2 = Linear(hidden, dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.fc2(F.silu(self.fc1(x)))
@@ -238,7 +239,7 @@ class Decoder(nn.Module):
         super().__init__()
         dim = cfg.hidden_size
         self.cfg = cfg
-        self.fc = nn.Linear(cfg.quantization_dim, dim)
+        self.fc = Linear(cfg.quantization_dim, dim)
         self.embed = nn.Conv1d(dim, dim, 7, padding=3)
         self.prior_net = nn.ModuleList([ResNetBlock(dim), ResNetBlock(dim)])
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
@@ -279,7 +280,7 @@ class XCodec2Model(nn.Module):
         self.semantic_encoder = SemanticEncoder(cfg.semantic)
         self.semantic_adapter = SemanticAdapter(cfg.semantic.hidden_size)
         self.acoustic_encoder = AcousticEncoder(cfg)
-        self.fc_encoder = nn.Linear(cfg.quantization_dim, cfg.quantization_dim)
+        self.fc_encoder = Linear(cfg.quantization_dim, cfg.quantization_dim)
         self.quantizer = Quantizer(cfg)
         self.acoustic_decoder = Decoder(cfg)
 

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...nn.linear import Linear
 from ...nn.tracing import exporting
 from .config import SemanticConfig
 
@@ -14,8 +15,8 @@ from .config import SemanticConfig
 class FeedForward(nn.Module):
     def __init__(self, dim: int, hidden: int):
         super().__init__()
-        self.intermediate_dense = nn.Linear(dim, hidden)
-        self.output_dense = nn.Linear(hidden, dim)
+        self.intermediate_dense = Linear(dim, hidden)
+        self.output_dense = Linear(hidden, dim)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.output_dense(F.silu(self.intermediate_dense(x)))
@@ -57,10 +58,10 @@ class SelfAttention(nn.Module):
         self.head_size = dim // self.heads
         self.left = cfg.left_max_position_embeddings
         self.right = cfg.right_max_position_embeddings
-        self.linear_q = nn.Linear(dim, dim)
-        self.linear_k = nn.Linear(dim, dim)
-        self.linear_v = nn.Linear(dim, dim)
-        self.linear_out = nn.Linear(dim, dim)
+        self.linear_q = Linear(dim, dim)
+        self.linear_k = Linear(dim, dim)
+        self.linear_v = Linear(dim, dim)
+        self.linear_out = Linear(dim, dim)
         self.distance_embedding = nn.Embedding(self.left + self.right + 1, self.head_size)
 
     def forward(self, x: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
@@ -118,7 +119,7 @@ class FeatureProjection(nn.Module):
     def __init__(self, cfg: SemanticConfig):
         super().__init__()
         self.layer_norm = nn.LayerNorm(cfg.feature_projection_input_dim, eps=cfg.layer_norm_eps)
-        self.projection = nn.Linear(cfg.feature_projection_input_dim, cfg.hidden_size)
+        self.projection = Linear(cfg.feature_projection_input_dim, cfg.hidden_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.projection(self.layer_norm(x))
