@@ -2,7 +2,7 @@
 a 1-frame push (80 ms of audio) for one stream and per stream at 8 streams, next to the offline
 cost per frame (a 10 s item decoded or encoded whole), interleaved in one run.
 
-    python benchmarks/mimi_steps.py --threads 2
+    python benchmarks/mimi_steps.py --threads 2 [--profile]
 
 Random weights (layer scales raised and codebooks filled, as the parity tests do); pushes are
 timed after the attention window is full (250 transformer steps), the state every later push
@@ -48,9 +48,27 @@ def per_call(fn, calls: int) -> float:
     return (time.perf_counter() - t) / calls
 
 
+def profile_pushes(model, one: torch.Tensor) -> None:
+    """Operators of ten 1-frame decode pushes of one stream, after the window is full."""
+    from torch.profiler import profile
+
+    dec = stream_copy(model)
+    with streaming(dec):
+        for _ in range(130):
+            dec.decode(one)
+        with profile(record_shapes=True) as prof:
+            for _ in range(10):
+                dec.decode(one)
+    print(prof.key_averages(group_by_input_shape=True).table(
+        sort_by="self_cpu_time_total", row_limit=15, max_name_column_width=30,
+        max_shapes_column_width=60))
+
+
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--streams", type=int, default=8)
+    p.add_argument("--profile", action="store_true",
+                   help="also profile ten 1-stream decode pushes (torch.profiler, by operator)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     codec = random_mimi()
@@ -81,6 +99,8 @@ def main() -> None:
                            per_call(lambda d=dec, o=one: d.decode(o), 20) / batch)
                     record(f"encode push, {batch} stream(s), per stream",
                            per_call(lambda e=enc, x=piece: e.encode(x), 20) / batch)
+        if args.profile:
+            profile_pushes(model, tokens[..., :1])
     table = {k: statistics.median(v) for k, v in results.items()}
     for k, v in table.items():
         print(f"{k:42s} {v:7.2f} ms")
