@@ -209,3 +209,14 @@ def test_bench(tmp_path):
     assert "audio s/s" in r.stdout and r.stdout.count("\n") == 10
     bad = run("bench", "-m", MODEL, "--dtype", "int8")
     assert bad.exit_code != 0 and "unknown dtype" in bad.output
+
+
+def test_a_wrong_product_rule_is_refused_at_once(monkeypatch):
+    """AUDIOTOK_CPU_GEMM (nn/linear.py) other than onednn or mkl: a usage error, before any
+    model loads; either value runs."""
+    monkeypatch.setenv("AUDIOTOK_CPU_GEMM", "openblas")
+    r = run("info", "--model", MODEL)
+    assert r.exit_code == 2 and "AUDIOTOK_CPU_GEMM must be onednn or mkl, got 'openblas'" in \
+        r.output
+    monkeypatch.setenv("AUDIOTOK_CPU_GEMM", "MKL")
+    assert run("info", "--codecs").exit_code == 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from .._version import __version__
@@ -19,6 +21,9 @@ from .tokenize import tokenize
 def main() -> None:
     """Neural audio codec tokenizers for speech LLMs: audio <-> tokens (`audiotok info` lists
     the codecs)."""
+    gemm = os.environ.get("AUDIOTOK_CPU_GEMM", "").strip().lower()
+    if gemm not in ("", "onednn", "mkl"):  # (nn/linear.py reads it; refused here at once)
+        raise click.UsageError(f"AUDIOTOK_CPU_GEMM must be onednn or mkl, got {gemm!r}")
 
 
 for command in (encode, decode, reconstruct, bench, tokenize, eval_command, export, info,

@@ -131,8 +131,9 @@ class SemanticAdapter(nn.Module):
 class Quantizer(nn.Module):
     def __init__(self, cfg: XCodec2Config):
         super().__init__()
-        self.project_in = Linear(cfg.quantization_dim, len(cfg.quantization_levels))
-        self.project_out = Linear(len(cfg.quantization_levels), cfg.quantization_dim)
+        # (F.linear, the references' call: its rounding feeds the FSQ rounding, and it is small)
+        self.project_in = nn.Linear(cfg.quantization_dim, len(cfg.quantization_levels))
+        self.project_out = nn.Linear(len(cfg.quantization_levels), cfg.quantization_dim)
         self.fsq = FSQ(cfg.quantization_levels)
 
     def encode(self, h: torch.Tensor) -> torch.Tensor:
@@ -233,7 +234,6 @@ class Decoder(nn.Module):
     def __init__(self, cfg: XCodec2Config):
         super().__init__()
         dim = cfg.hidden_size
-        self.cfg = cfg
         self.fc = Linear(cfg.quantization_dim, dim)
         self.embed = nn.Conv1d(dim, dim, 7, padding=3)
         self.prior_net = nn.ModuleList([ResNetBlock(dim), ResNetBlock(dim)])
