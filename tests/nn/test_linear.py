@@ -109,8 +109,8 @@ def test_the_rule_follows_the_cpu_and_the_environment(monkeypatch):
 
 def test_onednn_rule_calls_onednn_from_8_rows(monkeypatch):
     """Under the oneDNN rule: 1 row and from ONEDNN_ROWS rows on (any number) oneDNN's linear,
-    2..7 rows W @ x^T; onednn_product answers from ONEDNN_ROWS rows, float32, without
-    autograd, and None otherwise."""
+    2..7 rows W @ x^T; onednn_product answers for any rows, float32, without autograd, and
+    None otherwise."""
     _use(monkeypatch, "onednn")
     calls = []
     real = L._onednn_linear
@@ -122,8 +122,9 @@ def test_onednn_rule_calls_onednn_from_8_rows(monkeypatch):
         _close(L.linear(x, w, b), F.linear(x, w, b))
         assert bool(calls) == (rows == 1 or rows >= L.ONEDNN_ROWS), rows
     x = torch.randn(8, 48)
-    _close(L.onednn_product(x, w, b), F.linear(x, w, b))
-    assert L.onednn_product(x[:7], w) is None
+    for rows in (1, 2, 8):
+        _close(L.onednn_product(x[:rows], w, b), F.linear(x[:rows], w, b))
+    assert L.onednn_product(x[:0], w) is None
     assert L.onednn_product(x.double(), w.double()) is None
     with torch.enable_grad():
         assert L.onednn_product(x, w.clone().requires_grad_()) is None

@@ -77,11 +77,11 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
 def onednn_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
                    ) -> torch.Tensor | None:
     """x @ weight^T (+ bias) by oneDNN where the oneDNN rule holds (gemm_backend) for float32
-    CPU operands of at least ONEDNN_ROWS rows; None otherwise, for the caller's own form (a
-    product that must stay the references' own call under the MKL rule)."""
+    CPU operands (any number of rows: for a product that would otherwise be MKL's own, oneDNN's
+    is the faster there from one row on); None otherwise, for the caller's own form (a product
+    that must stay the references' own call under the MKL rule)."""
     if (exporting() or gemm_backend() != "onednn" or x.device.type != "cpu"
-            or x.dtype != torch.float32 or weight.dtype != torch.float32
-            or x.numel() // max(x.shape[-1], 1) < ONEDNN_ROWS
+            or x.dtype != torch.float32 or weight.dtype != torch.float32 or x.numel() == 0
             or (torch.is_grad_enabled()
                 and any(t is not None and t.requires_grad for t in (x, weight, bias)))):
         return None
