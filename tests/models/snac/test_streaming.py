@@ -219,7 +219,7 @@ def test_stateful_stream_state_stays_bounded(snac_codecs):
 
 def test_stateful_runner_warms_every_shape_and_pushes_the_median(snac_codecs):
     """The warm-up runs each planned shape (every batch size at one frame, every frame count at
-    one stream) on rows without batch slots; a step pushes the lower median of the streams'
+    one stream, every batch size at two frames) on rows without batch slots; a step pushes the lower median of the streams'
     waiting frames, so that its streams form one or two batches rather than one per size."""
     from types import SimpleNamespace
 
@@ -228,7 +228,7 @@ def test_stateful_runner_warms_every_shape_and_pushes_the_median(snac_codecs):
                                                     max_step_frames=3), start=False)
     engine.warmup()
     status = engine.warmup_status()["snac"]
-    assert status["complete"] and status["done"] == status["shapes"] == 4 + 2
+    assert status["complete"] and status["done"] == status["shapes"] == 4 + 2 + 3
     assert not engine.stats.errors
     runner = engine.models["snac"].runners["decode"]
 
