@@ -11,6 +11,8 @@ audio. Per stream: time to first audio (first push to first PCM byte), inter-chu
 underrun against a player that starts at the first audio and plays in real time, and whether
 the audio equals the offline decode of its tokens (nothing lost, nothing repeated). Reported:
 TTFA p50/p95/p99, C50/C100/C200 (share of streams whose worst underrun is <= 50/100/200 ms),
+how late chunks arrive after the push of their last frame (median, max), the server's steps
+over 100 ms (its /metrics),
 audio seconds delivered per wall second, errors, exactness (max abs <= 1e-4 against offline
 decode; in reduced precision the SNR against it); and the capacity (largest N with
 C100 >= 99 % and no errors). Bounded: streams, seconds and a wall-clock limit per run; loopback
@@ -100,7 +102,8 @@ async def one_stream(port: int, tokens: np.ndarray, push: int, frame_rate: float
     return out
 
 
-def stream_metrics(res: dict, sample_rate: int) -> dict:
+def stream_metrics(res: dict, sample_rate: int, samples_per_frame: int,
+                   frame_rate: float) -> dict:
     arrivals = [t for t, _ in res["chunks"]]
     sizes = [c.size for _, c in res["chunks"]]
     ttfa = arrivals[0] - res["first_push"]
@@ -108,7 +111,12 @@ def stream_metrics(res: dict, sample_rate: int) -> dict:
     underrun = max(0.0, max(a - (arrivals[0] + b) for a, b in zip(arrivals, before,
                                                                   strict=True)))
     gaps = np.diff(arrivals) if len(arrivals) > 1 else np.zeros(1)
-    return {"ttfa": ttfa, "worst_underrun": underrun, "max_gap": float(gaps.max())}
+    # lateness of a chunk: its arrival after the push of the last frame it completes (the
+    # sender pushes frame i at first_push + i / frame_rate)
+    last = np.ceil(np.cumsum(sizes) / samples_per_frame) - 1
+    late = np.asarray(arrivals) - (res["first_push"] + last / frame_rate)
+    return {"ttfa": ttfa, "worst_underrun": underrun, "max_gap": float(gaps.max()),
+            "late_median": float(np.median(late)), "late_max": float(late.max())}
 
 
 def run_level(port: int, n: int, codec, args, offline: dict) -> dict:
@@ -136,7 +144,8 @@ def run_level(port: int, n: int, codec, args, offline: dict) -> dict:
         if res["error"] or not res["chunks"]:
             errors.append(res["error"] or "no audio")
             continue
-        rows.append(stream_metrics(res, codec.sample_rate))
+        rows.append(stream_metrics(res, codec.sample_rate, codec.samples_per_frame,
+                                   codec.frame_rate))
         if i < args.verify:
             key = tok.tobytes()
             if key not in offline:
@@ -157,13 +166,25 @@ def run_level(port: int, n: int, codec, args, offline: dict) -> dict:
         return sum(u <= limit for u in under) / n_total
 
     audio_seconds = sum(len(c) for res in results for _, c in res["chunks"]) / codec.sample_rate
+    late = [r["late_max"] for r in rows]
     return {"streams": n, "errors": len(errors), "error_examples": errors[:3],
+            "chunk_late_median": _pct([r["late_median"] for r in rows], 50),
+            "chunk_late_max": max(late) if late else None,
             "ttfa_p50": _pct(ttfa, 50), "ttfa_p95": _pct(ttfa, 95), "ttfa_p99": _pct(ttfa, 99),
             "C50": share(0.05), "C100": share(0.1), "C200": share(0.2),
             "worst_underrun_max": max(under) if under else None,
             "audio_seconds_per_second": audio_seconds / wall,
             "verified": min(n_total, args.verify), "exact": exact,
             "min_snr_db": min(snrs) if snrs else None}
+
+
+def slow_steps(port: int) -> float:
+    """Stream steps of the server so far that took over 100 ms (its /metrics histogram)."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    count = re.search(r"^audiotok_step_seconds_count (\S+)", text, re.M)
+    fast = re.search(r'^audiotok_step_seconds_bucket\{le="0.1"\} (\S+)', text, re.M)
+    return float(count.group(1)) - float(fast.group(1)) if count and fast else float("nan")
 
 
 def _pct(values, q):
@@ -208,14 +229,18 @@ def main() -> None:
     try:
         for n in levels:
             for m in modes:
+                slow = slow_steps(servers[m][1])
                 row = run_level(servers[m][1], n, codec, args, offline)
+                row["steps_over_100ms"] = slow_steps(servers[m][1]) - slow
                 results[m].append(row)
                 print(f"max_batch {m:3d} | {n:3d} streams | TTFA p50 {row['ttfa_p50']:.3f} "
                       f"p99 {row['ttfa_p99']:.3f} s | C100 {row['C100']:.2%} C200 "
                       f"{row['C200']:.2%} | {row['audio_seconds_per_second']:.2f} audio s/s "
                       f"| errors {row['errors']} | exact {row['exact']}/{row['verified']} "
-                      f"(min SNR {row['min_snr_db']:.1f} dB vs offline)",
-                      flush=True)
+                      f"(min SNR {row['min_snr_db']:.1f} dB vs offline) | chunks late "
+                      f"median {row['chunk_late_median'] * 1e3:.0f} max "
+                      f"{row['chunk_late_max'] * 1e3:.0f} ms | steps over 100 ms "
+                      f"{row['steps_over_100ms']:.0f}", flush=True)
     finally:
         for proc, _ in servers.values():
             proc.terminate()
