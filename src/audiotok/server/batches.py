@@ -29,8 +29,9 @@ def warm_grid(rows: int, max_frames: int) -> list[tuple[int, int]]:
     """(streams, frames) a warm-up runs, (1, 1) first: every batch size at one frame, every
     frame count at one stream, then every batch size at two frames. Two frames are what streams
     have waiting after a step ran late; unwarmed, such a step's first call builds oneDNN's
-    kernels for the new shape, runs late again, and the lateness cascades (full-size Mimi, 12
-    streams: C100 42 % without these shapes, 100 % with them; docs/codecs/mimi.md)."""
+    kernels for the new shape, runs late again, and the lateness cascades (12 streams of a
+    full-size 12.5 Hz codec: C100 42 % without these shapes, 100 % with them; docs/serving.md,
+    readiness)."""
     return ([(b, 1) for b in range(1, rows + 1)] + [(1, f) for f in range(2, max_frames + 1)]
             + [(b, 2) for b in range(2, rows + 1) if max_frames >= 2])
 
