@@ -49,14 +49,11 @@ def main() -> None:
         for _ in range(args.repeats):
             for rule in RULES:
                 use(rule)
-                t = time.perf_counter()
-                codec.encode(x, rate)
-                times[rule, "encode"] = [*times.get((rule, "encode"), []),
-                                         time.perf_counter() - t]
-                t = time.perf_counter()
-                codec.decode(codes["mkl"])
-                times[rule, "decode"] = [*times.get((rule, "decode"), []),
-                                         time.perf_counter() - t]
+                for op, run in (("encode", lambda: codec.encode(x, rate)),
+                                ("decode", lambda: codec.decode(codes["mkl"]))):
+                    t = time.perf_counter()
+                    run()
+                    times.setdefault((rule, op), []).append(time.perf_counter() - t)
     differ = int((codes["mkl"].tokens != codes["onednn"].tokens).sum())
     gap = float((audio["mkl"] - audio["onednn"]).abs().max())
     print(f"{codec.title}, {args.seconds:g} s, {args.threads} threads; this CPU's rule: {default}")

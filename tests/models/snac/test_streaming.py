@@ -219,8 +219,9 @@ def test_stateful_stream_state_stays_bounded(snac_codecs):
 
 def test_stateful_runner_warms_every_shape_and_pushes_the_median(snac_codecs):
     """The warm-up runs each planned shape (every batch size at one frame, every frame count at
-    one stream, every batch size at two frames) on rows without batch slots; a step pushes the lower median of the streams'
-    waiting frames, so that its streams form one or two batches rather than one per size."""
+    one stream, every batch size at two frames) on rows without batch slots; a step pushes the
+    lower median of the streams' waiting frames, so that its streams form one or two batches
+    rather than one per size."""
     from types import SimpleNamespace
 
     codec = snac_codecs["tiny"]
