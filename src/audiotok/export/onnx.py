@@ -164,10 +164,11 @@ def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: 
     streaming through nn/streaming.py's modules), and with `offline` the whole-input encoder
     and decoder; the manifest's extra entries. Tracing runs `example_frames` frames (long
     enough that no attention window is specialised) and step graphs of up to `max_push` frames.
-    encoder_step=False: no encoder step graph, and the encoder graph always. raw_samples: the
-    encoder graph (always there) takes any number of samples, its convolutions padding a last
-    partial frame themselves (Codec.pads_per_layer; the manifest's `encode_input: "samples"`),
-    which a step graph of whole frames cannot; no encoder step graph then."""
+    encoder_step=False, or an encoder that does not stream (Codec.encoder_streams): no encoder
+    step graph, and the encoder graph always. raw_samples: the encoder graphs take any number
+    of samples, their convolutions padding a last partial frame themselves
+    (Codec.pads_per_layer; the manifest's `encode_input: "samples"`): the runtime feeds a
+    stream's whole frames to the step graph and its last partial frame as it is."""
     model = codec.model.eval()
     spf = codec.samples_per_frame
     batch = torch.export.Dim("batch", min=1, max=4096)
@@ -177,7 +178,7 @@ def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: 
                          for s in codec.codebook_sizes], 1)
     audio = torch.randn(2, 1, example_frames * spf) * 0.1
     graphs, states = {}, {}
-    encoder_step = encoder_step and not raw_samples
+    encoder_step = encoder_step and codec.encoder_streams
     if offline:
         graphs["decoder"] = export_graph(
             Call(model, lambda m, c: m.decode(c)), (codes,), tmp / "decoder.onnx", ["codes"],
@@ -192,8 +193,10 @@ def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: 
             tmp / "encoder.onnx", ["audio"], ["codes"], {"audio": dims}, facts)
     steps = {"decoder_step": ("decode", codes[:, :, :3], "codes", "audio", step_frames)}
     if encoder_step:
-        steps["encoder_step"] = ("encode", audio[..., : 3 * spf], "audio", "codes",
-                                 spf * step_frames)
+        steps["encoder_step"] = (("encode", audio[..., : 3 * spf - 37], "audio", "codes",
+                                  torch.export.Dim.DYNAMIC) if raw_samples else
+                                 ("encode", audio[..., : 3 * spf], "audio", "codes",
+                                  spf * step_frames))
     for graph, (method, x, x_name, y_name, length) in steps.items():
         modules, names, spec = step_state(codec, method)
         state = tree_flatten([m.initial_state(2, torch.device("cpu")) for m in modules])[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from .derived import derived
 from .linear import gemm_backend, linear
@@ -81,7 +82,10 @@ class CausalConv1d(StreamingModule):
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
         # An input that is not a multiple of the stride ends the stream: it is padded on the
         # right as an offline pass pads the whole signal (the state after it is not used).
-        tail = -x.shape[-1] % self.stride
+        # (a ceil division, as forward's: torch.export states it for a symbolic length, and a
+        # traced pad that may be zero stays in the graph)
+        n = x.shape[-1]
+        tail = (n + self.stride - 1) // self.stride * self.stride - n
         if self.left_pad > 0:
             state = self._state(x.shape[0], x.device)
             ragged = ragged_of(state)
@@ -97,7 +101,7 @@ class CausalConv1d(StreamingModule):
             x = cat_time(context, x)
             state["context"] = keep_last(x, self.left_pad,
                                          None if valid is None else valid + self.left_pad)
-        if tail:
+        if not statically_known_true(tail == 0):
             x = F.pad(x, (0, tail), mode=self.pad_mode)
         c = self.conv
         if c.groups == 1:

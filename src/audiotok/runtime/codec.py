@@ -199,12 +199,12 @@ class OnnxCodec(FrameMath):
         return self._run_graphs(self.encode_graphs, {"audio": audio})["codes"]
 
     def _encode_steps(self, audio: np.ndarray) -> np.ndarray:
-        """Whole frames of audio [B, 1, n] through the encoder step graph (a causal export
-        without the whole-input encoder): the tokens a stream of that audio gives."""
+        """Audio [B, 1, n] through the encoder step graph (a causal export without the
+        whole-input encoder): the tokens a stream of that audio gives."""
         from .streams import OnnxStreamEncoder
 
         with OnnxStreamEncoder(self, audio.shape[0]) as enc:
-            return enc.push(audio[:, 0])
+            return np.concatenate([enc.push(audio[:, 0]), enc.flush()], -1)
 
     def _encode_windowed(self, audio: np.ndarray) -> np.ndarray:
         """One long item in windows, as the torch codec does: the graphs before the encoder run
@@ -324,6 +324,7 @@ class OnnxCodec(FrameMath):
                                 "so it cannot stream exactly; use encode()/decode(), which "
                                 "process long inputs in overlapping windows")
         if graph not in self.sessions:
+            why = self.facts.get("no_step_graph", {}).get(graph)
             raise AudiotokError(f"{self.folder} has no {graph} graph: {self.title} does not "
-                                "stream exactly here")
+                                "stream exactly here" + (f" ({why})" if why else ""))
         return self.sessions[graph]
