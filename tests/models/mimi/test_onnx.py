@@ -119,3 +119,32 @@ def test_whole_inputs_through_the_step_graphs_equal_the_offline_graphs(mimi_onnx
     assert np.array_equal(got.tokens, codes.tokens) and got.lengths.tolist() == [2, 24, 1]
     want = offline.decode(codes)
     assert np.abs(steps.decode(codes) - want).max() <= 1e-5
+
+
+def test_layer_padding_exports_graphs_of_any_number_of_samples(mimi_files, tmp_path):
+    """padding=layer (transformers' convention): the encoder step graph takes any number of
+    samples, so a last partial frame is padded per convolution, as the torch codec pads it
+    (the last frame differs from frame padding's), whole inputs and streams alike."""
+    import audiotok
+    from audiotok.runtime import OnnxCodec
+
+    model, out = f"{mimi_files[3]}?padding=layer", tmp_path / "onnx"
+    export_onnx_cli(model, out, "--step-graphs-only")
+    manifest = json.loads((out / "audiotok_onnx.json").read_text())
+    assert set(manifest["graphs"]) == {"encoder_step", "decoder_step"}
+    assert (manifest["padding"], manifest["encode_input"]) == ("layer", "samples")
+    codec, onnx = audiotok.load(model), OnnxCodec(out, threads=1)
+    audio = [speechy(n, 60 + i)[0, 0].numpy() for i, n in enumerate((1, 1919, 1921, 24007))]
+    wants = [codec.encode(torch.from_numpy(x), 24000).tokens.numpy() for x in audio]
+    for x, want in zip(audio, wants, strict=True):
+        assert np.array_equal(onnx.encode(x, 24000).tokens, want), x.size
+    frame = audiotok.load(mimi_files[3]).encode(torch.from_numpy(audio[2]), 24000).tokens
+    assert not np.array_equal(wants[2], frame.numpy())  # the conventions differ here
+    pieces, i, rng = [], 0, np.random.default_rng(1)
+    with onnx.stream_encoder() as enc:
+        while i < audio[3].size:
+            n = int(rng.integers(1, 3 * FRAME))
+            pieces.append(enc.push(audio[3][None, i:i + n]))
+            i += n
+        pieces.append(enc.flush())
+    assert np.array_equal(np.concatenate(pieces, -1), wants[3])
