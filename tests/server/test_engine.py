@@ -431,8 +431,8 @@ def test_warmup_runs_between_real_steps(s2_codec, xc_codec):
     engine.start_warmup()
     status = engine.warmup_status()
     # S2, decode and encode: batches 1..3 at one frame, then 2..3 frames at one stream, then
-    # batches 2..3 at two frames; X-Codec2: one window of its stream decoding
-    assert status["s2"]["shapes"] == 2 * (3 + 2 + 2) and status["xc"]["shapes"] == 1
+    # batches 2..3 at two and at three frames; X-Codec2: one window of its stream decoding
+    assert status["s2"]["shapes"] == 2 * (3 + 2 + 2 + 2) and status["xc"]["shapes"] == 1
     assert not engine.ready() and status["s2"]["done"] == 0
     tokens = random_tokens(s2_codec, 6, 11)
     s = engine.open_decode_stream("s2")
@@ -454,7 +454,7 @@ def test_warmup_runs_between_real_steps(s2_codec, xc_codec):
         pass
     status = engine.warmup_status()
     assert engine.ready()
-    assert status["s2"]["complete"] and status["s2"]["done"] == status["s2"]["shapes"] == 14
+    assert status["s2"]["complete"] and status["s2"]["done"] == status["s2"]["shapes"] == 18
     assert status["s2"]["seconds"] > 0 and status["s2"]["complete_after_s"] >= \
         status["s2"]["first_phase_after_s"]
     got += list(s)
@@ -491,12 +491,15 @@ def test_a_stream_opened_while_warmup_holds_the_last_slot_is_served(s2_codec):
     assert engine.warmup_status()["s2"]["complete"] and engine.table_in_use() == 0
 
 
-def test_warm_grid_covers_two_frame_batches():
-    """After a late step streams have two frames waiting: every batch size is warmed at two
-    frames too (each shape once, (1, 1) first); with max_step_frames 1 there is no such step."""
+def test_warm_grid_covers_two_and_three_frame_batches():
+    """After late steps streams have two or three frames waiting: every batch size is warmed at
+    two and three frames too (each shape once, (1, 1) first), never more frames than a step
+    takes; more frames at one stream only."""
     from audiotok.server.batches import warm_grid
 
-    grid = warm_grid(4, 3)
-    assert grid[0] == (1, 1) and len(grid) == len(set(grid)) == 4 + 2 + 3
-    assert {(b, 2) for b in range(1, 5)} <= set(grid) and (2, 3) not in grid
+    grid = warm_grid(4, 5)
+    assert grid[0] == (1, 1) and len(grid) == len(set(grid)) == 4 + 4 + 3 + 3
+    assert {(b, f) for b in range(1, 5) for f in (1, 2, 3)} <= set(grid)
+    assert (2, 4) not in grid and (1, 5) in grid
+    assert set(warm_grid(3, 2)) == {(b, f) for b in (1, 2, 3) for f in (1, 2)}
     assert warm_grid(3, 1) == [(1, 1), (2, 1), (3, 1)]

@@ -150,7 +150,7 @@ def test_listens_at_once_and_serves_while_warming_up(s2_codec):
         os.kill(p.pid, signal.SIGTERM)
         assert p.wait(timeout=60) == 0
         log = "".join(lines) + p.stderr.read()
-        assert "warmed up s2_tiny: 76 step shapes" in log and "warmed up xc: 1 step shapes" in log
+        assert "warmed up s2_tiny: 106 step shapes" in log and "warmed up xc: 1 step shapes" in log
     finally:
         p.kill()
 

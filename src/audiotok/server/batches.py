@@ -27,13 +27,14 @@ from .streams import DecodeStream, EncodeStream
 
 def warm_grid(rows: int, max_frames: int) -> list[tuple[int, int]]:
     """(streams, frames) a warm-up runs, (1, 1) first: every batch size at one frame, every
-    frame count at one stream, then every batch size at two frames. Two frames are what streams
-    have waiting after a step ran late; unwarmed, such a step's first call builds oneDNN's
-    kernels for the new shape, runs late again, and the lateness cascades (12 streams of a
-    full-size 12.5 Hz codec: C100 42 % without these shapes, 100 % with them; docs/serving.md,
-    readiness)."""
+    frame count at one stream, then every batch size at two and at three frames. Two or three
+    frames are what streams have waiting after steps ran late; unwarmed, such a step's first
+    call builds oneDNN's kernels for the new shape, runs late again, and the lateness cascades
+    (a full-size 12.5 Hz codec: at 12 streams C100 42 % without the two-frame shapes and 100 %
+    with them; at 16 streams, with the three-frame shapes too, no step over 100 ms against 4-20
+    per run without them; docs/serving.md, readiness)."""
     return ([(b, 1) for b in range(1, rows + 1)] + [(1, f) for f in range(2, max_frames + 1)]
-            + [(b, 2) for b in range(2, rows + 1) if max_frames >= 2])
+            + [(b, f) for f in (2, 3) if max_frames >= f for b in range(2, rows + 1)])
 
 
 def step_frames(waiting: list[int], limit: int) -> int:

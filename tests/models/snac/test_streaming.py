@@ -219,9 +219,9 @@ def test_stateful_stream_state_stays_bounded(snac_codecs):
 
 def test_stateful_runner_warms_every_shape_and_pushes_the_median(snac_codecs):
     """The warm-up runs each planned shape (every batch size at one frame, every frame count at
-    one stream, every batch size at two frames) on rows without batch slots; a step pushes the
-    lower median of the streams' waiting frames, so that its streams form one or two batches
-    rather than one per size."""
+    one stream, every batch size at two and three frames) on rows without batch slots; a step
+    pushes the lower median of the streams' waiting frames, so that its streams form one or two
+    batches rather than one per size."""
     from types import SimpleNamespace
 
     codec = snac_codecs["tiny"]
@@ -229,7 +229,7 @@ def test_stateful_runner_warms_every_shape_and_pushes_the_median(snac_codecs):
                                                     max_step_frames=3), start=False)
     engine.warmup()
     status = engine.warmup_status()["snac"]
-    assert status["complete"] and status["done"] == status["shapes"] == 4 + 2 + 3
+    assert status["complete"] and status["done"] == status["shapes"] == 4 + 2 + 3 + 3
     assert not engine.stats.errors
     runner = engine.models["snac"].runners["decode"]
 
