@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...nn.attention import full_attention
 from ...nn.linear import Linear
 from ..xcodec2.model import Decoder, Quantizer, SemanticAdapter
 from .config import DistillNeuCodecConfig
@@ -77,7 +78,7 @@ class HubertAttention(nn.Module):
         b, t, d = x.shape
         q, k, v = (p(x).view(b, t, self.heads, -1).transpose(1, 2)
                    for p in (self.q_proj, self.k_proj, self.v_proj))
-        y = F.scaled_dot_product_attention(q, k, v)
+        y = full_attention(q, k, v)
         return self.out_proj(y.transpose(1, 2).reshape(b, t, d))
 
 

@@ -16,6 +16,7 @@ from torch import nn
 
 from ...nn.activations import SnakeBeta
 from ...nn.alias_free import AntiAliasedActivation
+from ...nn.attention import full_attention
 from ...nn.fsq import FSQ
 from ...nn.istft import ISTFTHead
 from ...nn.linear import Linear
@@ -199,8 +200,7 @@ class Attention(nn.Module):
         shape = (b, t, self.heads, self.head_dim)
         q, k, v = (proj(x).view(shape).transpose(1, 2)
                    for proj in (self.q_proj, self.k_proj, self.v_proj))
-        mask = None if key_mask is None else key_mask[:, None, None, :]
-        y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        y = full_attention(q, k, v, key_mask)
         return self.o_proj(y.transpose(1, 2).reshape(b, t, -1))
 
 
