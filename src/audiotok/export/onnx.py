@@ -192,11 +192,10 @@ def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: 
             Call(model, lambda m, a: m.encode(a)), (audio[..., :-37] if raw_samples else audio,),
             tmp / "encoder.onnx", ["audio"], ["codes"], {"audio": dims}, facts)
     steps = {"decoder_step": ("decode", codes[:, :, :3], "codes", "audio", step_frames)}
-    if encoder_step:
-        steps["encoder_step"] = (("encode", audio[..., : 3 * spf - 37], "audio", "codes",
-                                  torch.export.Dim.DYNAMIC) if raw_samples else
-                                 ("encode", audio[..., : 3 * spf], "audio", "codes",
-                                  spf * step_frames))
+    if encoder_step:  # raw samples: traced on a ragged length, any length in the graph
+        ragged = 37 if raw_samples else 0
+        steps["encoder_step"] = ("encode", audio[..., : 3 * spf - ragged], "audio", "codes",
+                                 torch.export.Dim.DYNAMIC if raw_samples else spf * step_frames)
     for graph, (method, x, x_name, y_name, length) in steps.items():
         modules, names, spec = step_state(codec, method)
         state = tree_flatten([m.initial_state(2, torch.device("cpu")) for m in modules])[0]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .linear import gemm_backend, onednn_product
+from .linear import cpu_float32, gemm_backend, onednn_product
 from .tracing import exporting
 
 QUERY_CHUNK = 512  # queries a product takes (512 x 3000 scores: 6 MB; 1024 ran 2x slower)
@@ -49,5 +49,4 @@ def full_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 def _chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     return (not exporting() and k.shape[-2] >= LONG_KEYS and gemm_backend() == "onednn"
-            and all(x.device.type == "cpu" and x.dtype == torch.float32 for x in (q, k, v))
-            and not (torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))))
+            and cpu_float32(q, k, v) and v.dtype == torch.float32)

@@ -55,7 +55,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if exporting():  # (before any test of the rows: a traced size would be guarded on it)
         return F.linear(x, weight, bias)
     rows = x.numel() // max(x.shape[-1], 1)
-    if rows == 0 or not _cpu_float32(x, weight, bias):
+    if rows == 0 or not cpu_float32(x, weight, bias):
         return F.linear(x, weight, bias)
     onednn = gemm_backend() == "onednn"
     if rows == 1 or (onednn and rows >= ONEDNN_ROWS):
@@ -78,12 +78,12 @@ def onednn_product(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | N
     is the faster there from one row on); None otherwise, for the caller's own form (a product
     that must stay the references' own call under the MKL rule)."""
     if (exporting() or x.numel() == 0 or gemm_backend() != "onednn"
-            or not _cpu_float32(x, weight, bias)):
+            or not cpu_float32(x, weight, bias)):
         return None
     return _onednn_or_none(x, weight, bias)
 
 
-def _cpu_float32(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
+def cpu_float32(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
     """Float32 operands on the CPU, outside autograd: where the fast forms apply."""
     return (x.device.type == "cpu" and x.dtype == torch.float32
             and weight.dtype == torch.float32

@@ -73,6 +73,9 @@ class OnnxCodec(FrameMath):
                                        ["features", "encoder"] if old_features else ["encoder"])
         self.frame_axes = facts.get("frame_axes", {"features": 1} if old_features else {})
         self.channels = int(facts.get("channels", 1))
+        # the encoder graphs take an item's samples as they are (their convolutions or their
+        # reflection complete a last partial frame); else whole frames, zero-padded here
+        self.raw_samples = facts.get("encode_input", "frames") == "samples"
         # "segments:L:S": each segment encoded alone, with its scale (runtime/segments.py)
         self.segments = segment_rule(self.frame_rule) \
             if self.frame_rule.startswith("segments:") else None
@@ -110,9 +113,8 @@ class OnnxCodec(FrameMath):
             return self._encode_segments(items)
         frames = [self.num_frames(it.samples.size) for it in items]
         tokens = np.zeros((len(items), self.num_codebooks, max(frames)), np.int64)
-        # "samples": the encoder graph pads the end itself (EnCodec's reflection), so items of
-        # one length run as a batch, fed as they are; "frames": zero-padded to whole frames
-        raw = self.facts.get("encode_input", "frames") == "samples"
+        # raw samples: items of one length run as a batch, fed as they are
+        raw = self.raw_samples
         lengths = [it.samples.size for it in items] if raw else frames
         for group in self._groups(frames, lengths, raw):
             if raw:

@@ -112,13 +112,12 @@ class OnnxStreamEncoder(_OnnxStream):
 
     def flush(self) -> np.ndarray:
         """Tokens of the last partial frame, padded as offline encode pads it: zeros up to a
-        whole frame, or (an export whose graphs take any number of samples, the manifest's
-        `encode_input: "samples"`) the samples as they are, each convolution padding its own
-        input."""
+        whole frame, or (an export whose graphs take any number of samples: OnnxCodec.raw_samples)
+        the samples as they are, each convolution padding its own input."""
         self._check_open()
         spf = self.codec.samples_per_frame
         rest, self.pending = self.pending, np.zeros((self.batch_size, 0), np.float32)
-        if rest.shape[-1] and self.codec.facts.get("encode_input") != "samples":
+        if rest.shape[-1] and not self.codec.raw_samples:
             rest = np.pad(rest, ((0, 0), (0, spf - rest.shape[-1])))
         return self._encode(rest)
 
