@@ -108,3 +108,23 @@ def test_the_name_resolves_through_the_hub_cache(enc_ref, tmp_path):
                                        options=", bandwidth='6'")
     assert "licence not stated" in stderr
     assert np.array_equal(codes, reference.reference_codes(enc_ref.ref, x, 6.0).numpy())
+
+
+def test_bfloat16_runs_every_path(enc_ref):
+    """dtype=bfloat16: the encoder and decoder in bfloat16, the codebooks in float32; offline
+    and streamed, the codes mostly float32's and the audio near it (it crashed before: the
+    input and the latents kept float32)."""
+    x = noise(24000, 8)[0]
+    exact = audiotok.load(enc_ref.th)
+    codec = audiotok.load(enc_ref.th, dtype="bfloat16")
+    codes, want = codec.encode(x, 24000), exact.encode(x, 24000)
+    assert (codes.tokens[:, 0] == want.tokens[:, 0]).float().mean() >= 0.9  # the first book
+    audio = codec.decode(codes)
+    assert audio.dtype == torch.float32 and audio.shape == (1, 1, 24000)
+    assert torch.isfinite(audio).all()
+    assert (audio - exact.decode(codes)).abs().max() < 0.05 * exact.decode(codes).abs().max()
+    with codec.stream_encoder() as enc:
+        assert torch.equal(torch.cat([enc.push(x), enc.flush()], -1), codes.tokens)
+    with codec.stream_decoder() as dec:
+        streamed = torch.cat([dec.push(codes.tokens), dec.flush()], -1)
+    assert streamed.shape == (1, 1, 24000) and torch.isfinite(streamed).all()

@@ -3,7 +3,8 @@ stateful encoder stream, audio in ragged binary pushes) returns exactly the offl
 decode stream exactly the offline decode; MusicGen's 32 kHz model decodes over HTTP as the
 library does, and its encode stream (not causal) is refused with a clear message. The 48 kHz
 stereo model (segments, each with its scale) streams both ways through the engine under random
-schedules, bit for bit equal to the library, and over HTTP and the WebSocket with its scales."""
+schedules, equal to the library (tokens and scales bit for bit, audio within 1e-5), and over
+HTTP and the WebSocket with its scales."""
 
 import dataclasses
 import json
@@ -105,7 +106,8 @@ def offline48(codec, audio: np.ndarray):
 def test_48khz_engine_streams_equal_offline_under_random_schedules(codec48):
     """Encode streams (stereo and mono input, ragged pushes, several streams a step) give the
     offline tokens and scales; decode streams given tokens and scales in random pieces and
-    orders give the offline audio, bit for bit; offline requests too."""
+    orders give the offline audio (within 1e-5: the library's decode runs its segments' LSTMs
+    as one batch, the engine each segment alone; measured 1e-6); offline requests too."""
     from audiotok.server import Engine, EngineSettings, ScaledTokens
 
     rng = np.random.default_rng(11)
@@ -149,7 +151,7 @@ def test_48khz_engine_streams_equal_offline_under_random_schedules(codec48):
         np.testing.assert_array_equal(np.concatenate(tokens[i], 1), t)
         np.testing.assert_array_equal(enc[i].scales(), sc)
         got = np.concatenate(audio_out[i], -1)
-        assert got.shape == full.shape and np.array_equal(got, full), i
+        assert got.shape == full.shape and np.abs(got - full).max() <= 1e-5, i
     futures = [engine.encode("e", audio[2]), engine.decode("e", want[2][0], scales=want[2][1])]
     while not all(f.done() for f in futures):
         engine.step()
@@ -157,7 +159,7 @@ def test_48khz_engine_streams_equal_offline_under_random_schedules(codec48):
     assert isinstance(encoded, ScaledTokens)
     np.testing.assert_array_equal(encoded.tokens, want[2][0])
     np.testing.assert_array_equal(encoded.scales, want[2][1])
-    assert np.array_equal(decoded, want[2][2])
+    assert decoded.shape == want[2][2].shape and np.abs(decoded - want[2][2]).max() <= 1e-5
     with pytest.raises(CodesError, match="305 frames are 3 segments; got 2 scales"):
         engine.decode("e", want[2][0], scales=want[2][1][:2])
     with pytest.raises(AudioError, match=r"must be \[2, n\]"):
@@ -175,7 +177,7 @@ def test_48khz_engine_streams_equal_offline_under_random_schedules(codec48):
 def test_48khz_over_http_and_websocket(codec48):
     """Offline encode (interleaved stereo PCM) and decode (with the scales, in JSON and in a
     .codes archive) over HTTP; encode and decode streams over the WebSocket, the scales as
-    their own messages: all equal the library."""
+    their own messages: all equal the library (the audio within 1e-5)."""
     from audiotok.codes import load_codes_bytes
 
     x = stereo(60000, 5)
@@ -201,8 +203,8 @@ def test_48khz_over_http_and_websocket(codec48):
                         json={"tokens": t.tolist(), "scales": sc.tolist()})
         assert r.status_code == 200, r.text
         assert r.headers["X-Channels"] == "2"
-        got = np.frombuffer(r.content, "<f4").reshape(-1, 2).T
-        assert np.array_equal(got, full)
+        got = np.frombuffer(r.content, "<f4").reshape(-1, 2).T  # (segment by segment, as
+        assert got.shape == full.shape and np.abs(got - full).max() <= 1e-5  # streams)
         r = client.post("/v1/decode?format=wav", content=r_codes(client, pcm))
         assert r.status_code == 200, r.text
         wav = read_wav(r.content)
@@ -262,7 +264,7 @@ def test_48khz_over_http_and_websocket(codec48):
                 out.append(np.frombuffer(msg["bytes"], "<f4"))
             assert json.loads(msg["text"])["type"] == "done"
         got = np.concatenate(out).reshape(-1, 2).T
-        assert np.array_equal(got, full)
+        assert got.shape == full.shape and np.abs(got - full).max() <= 1e-5
 
 
 def r_codes(client, pcm: bytes) -> bytes:

@@ -1,6 +1,7 @@
 """EnCodec 48 kHz as streams, segment by segment (segments.py): each segment is encoded and
-decoded whole, as offline, so a stream equals the offline result exactly; the latency is a
-segment (1 s).
+decoded whole, as offline, so an encode stream equals the offline result exactly and a decode
+stream within 1e-5 (the offline decode runs several segments' LSTMs as one batch, whose sums
+round their own way; a stream decodes each segment alone); the latency is a segment (1 s).
 
 Encoding: a segment's tokens (150 frames) and its scale come once its 48000 samples are in;
 at the end, the segments that start before it (the last ones shorter) as the offline encode

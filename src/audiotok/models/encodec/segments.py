@@ -1,7 +1,8 @@
 """EnCodec 48 kHz's segments: the input is cut into 1 s segments (48000 samples) every 47520
 samples (1 % overlap), each scaled to unit rms (of its channels' mean) and encoded alone, its
-scale kept beside its codes (Codes.scales); decoding decodes each segment, multiplies it by its
-scale and overlap-adds the segments with triangular weights (the package's _linear_overlap_add).
+scale kept beside its codes (Codes.scales); decoding decodes each segment (their LSTMs as one
+batch: Decoder.forward_many), multiplies it by its scale and overlap-adds the segments with
+triangular weights (the package's _linear_overlap_add).
 The codes of an item are its segments' codes one after another: 150 frames a whole segment, a
 shorter one ceil(its samples / 320); the segments of T frames are known from T alone."""
 
@@ -67,6 +68,11 @@ def encode_segment(model, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return model.encode(x / scale), scale.view(-1)
 
 
+# segments decoded together (their LSTMs as one batch: Decoder.forward_many), a bound on the
+# memory of a long input's
+DECODE_GROUP = 16
+
+
 def decode(model, codes: torch.Tensor, scales: torch.Tensor | None) -> torch.Tensor:
     """Audio [B, C, decoded_samples(T)] of codes [B, k, T] (items of one length) and their
     segments' scales [B, S] (None: not scaled, as the package decodes a segment without one)."""
@@ -75,17 +81,24 @@ def decode(model, codes: torch.Tensor, scales: torch.Tensor | None) -> torch.Ten
     if scales is not None and scales.shape[1] < len(layout_):
         raise CodesError(f"{codes.shape[-1]} frames are {len(layout_)} segments; the codes "
                          f"carry {scales.shape[1]} segment scales")
-    pieces, start = [], 0
-    for s, frames in enumerate(layout_):
-        pieces.append(decode_segment(model, codes[..., start : start + frames],
-                                     None if scales is None else scales[:, s]))
-        start += frames
-    return overlap_add(pieces, layout(cfg)[1])
+    starts = [sum(layout_[:s]) for s in range(len(layout_))]
+    mix = OverlapAdd(layout(cfg)[1], decoded_samples(cfg, codes.shape[-1]))
+    for first in range(0, len(layout_), DECODE_GROUP):
+        group = range(first, min(first + DECODE_GROUP, len(layout_)))
+        latents = [model.latents(codes[..., starts[s] : starts[s] + layout_[s]]) for s in group]
+        for s, out in zip(group, model.decoder.forward_many(latents), strict=True):
+            mix.add(_scaled(out, None if scales is None else scales[:, s]))
+    return mix.take(mix.end)
 
 
 def decode_segment(model, codes: torch.Tensor, scales: torch.Tensor | None) -> torch.Tensor:
     """Audio [B, C, 320 t] of one segment's codes [B, k, t], times its scales [B] (if any)."""
-    out = model.decode(codes)
+    return _scaled(model.decode(codes), scales)
+
+
+def _scaled(out: torch.Tensor, scales: torch.Tensor | None) -> torch.Tensor:
+    """out (in float32: the overlap-add's triangle needs its precision) times the scales."""
+    out = out.float()
     return out if scales is None else out * scales.view(-1, 1, 1).to(out)
 
 
@@ -106,8 +119,9 @@ class OverlapAdd:
     150 frames but shorter than a whole segment: e.g. 47681-47840 samples); here the sum spans
     every piece."""
 
-    def __init__(self, stride: int):
+    def __init__(self, stride: int, size: int | None = None):
         self.stride = stride
+        self.size = size  # the samples all pieces will span, if known: the sums made once
         self.pieces = 0
         self.taken = 0  # samples returned so far
         self.weight = self.out = self.weights = None  # the triangle; sums from `taken` on
@@ -117,7 +131,9 @@ class OverlapAdd:
             t = torch.linspace(0, 1, piece.shape[-1] + 2, device=piece.device,
                                dtype=piece.dtype)[1:-1]
             self.weight = 0.5 - (t - 0.5).abs()
-            self.out, self.weights = piece[..., :0].clone(), self.weight[:0].clone()
+            size = self.size or 0
+            self.out = piece.new_zeros(*piece.shape[:-1], size)
+            self.weights = self.weight.new_zeros(size)
         n, at = piece.shape[-1], self.pieces * self.stride - self.taken
         grow = at + n - self.weights.shape[-1]
         if grow > 0:

@@ -124,7 +124,7 @@ def _check(model: EncodecModel) -> None:
 def decoder_stream(model: EncodecModel) -> DecoderStream:
     _check(model)
     spf = model.config.hop_length
-    return DecoderStream(build(model.decoder.model, _custom), model.quantizer.decode,
+    return DecoderStream(build(model.decoder.model, _custom), model.latents,
                          lambda frames: frames * spf)
 
 
@@ -137,6 +137,8 @@ def encoder_stream(model: EncodecModel) -> EncoderStream:
     # every layer has started once the last convolution (at the frame rate) has the frames
     # its reflection reads: its kernel's width
     settle = cfg.last_kernel_size * cfg.hop_length
-    return EncoderStream(build(model.encoder.model, _custom),
+    dtype = model.dtype
+    chain = Chain([Pointwise(lambda audio: audio.to(dtype)), build(model.encoder.model, _custom)])
+    return EncoderStream(chain,
                          lambda latents: model.quantizer.encode(latents.float(), levels), levels,
                          cfg.hop_length, settle)
