@@ -308,13 +308,15 @@ class Codec(FrameMath):
         its input's segments overrides it)."""
         raise CodesError(f"these codes carry segment scales, which {self.title} does not use")
 
-    def _decode_by_length(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    def _decode_by_length(self, tokens: torch.Tensor, lengths: torch.Tensor, decode=None
+                          ) -> torch.Tensor:
         """_decode_batch for a codec whose padding would reach a shorter item's audio: items of
-        one length as one batch, every other length on its own."""
+        one length as one batch, every other length on its own. decode: what runs a batch
+        (default model.decode)."""
         out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * self.samples_per_frame,
                           device=tokens.device)
         for n, group in by_length(lengths.tolist()):
-            audio = self._run("decode", self.model.decode, tokens[group][..., :n])
+            audio = self._run("decode", decode or self.model.decode, tokens[group][..., :n])
             out[group, :, : audio.shape[-1]] = audio.to(out.dtype)
         return out
 

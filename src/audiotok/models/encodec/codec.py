@@ -32,6 +32,8 @@ class EncodecCodec(Codec):
     segment by segment both ways (segment_stream.py)."""
 
     family = FAMILY
+    # the mono models decode long codes in pieces this long (_decode_mono)
+    DECODE_PIECE_SECONDS = 2.0
     stream_stateful = True  # decoder_stream(): the default of stream_decoder and the engine
 
     def __init__(self, model: EncodecModel, *, codebooks: int | None = None,
@@ -134,7 +136,22 @@ class EncodecCodec(Codec):
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         if self.segmented:  # codes without scales: each segment as the package decodes a
             return self._decode_segments(tokens, lengths, None)  # segment without one
-        return self._decode_by_length(tokens, lengths)
+        return self._decode_by_length(tokens, lengths, self._decode_mono)
+
+    def _decode_mono(self, tokens: torch.Tensor) -> torch.Tensor:
+        """model.decode(tokens); on the CPU, codes of 2 pieces or more through the stateful
+        stream, DECODE_PIECE_SECONDS of codes a push: a piece's activations stay in the caches
+        from layer to layer, where one pass streams every layer's through memory (60 s at
+        24 kHz took 0.67x the time; the audio within 1e-7 of one pass's)."""
+        piece = round(self.DECODE_PIECE_SECONDS * self.sample_rate / self.samples_per_frame)
+        if self.device.type != "cpu" or tokens.shape[-1] < 2 * piece:
+            return self.model.decode(tokens)
+        from .stream import decoder_stream
+
+        stream = decoder_stream(self.model)
+        audio = [stream.push(tokens[..., at : at + piece])
+                 for at in range(0, tokens.shape[-1], piece)]
+        return torch.cat([*audio, stream.finish()], -1)
 
     def _decode_scaled(self, tokens: torch.Tensor, lengths: torch.Tensor, scales: torch.Tensor
                        ) -> torch.Tensor:
