@@ -1,6 +1,7 @@
 """The audiotok command, run in-process with click's runner (and once as a real process)."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -220,3 +221,17 @@ def test_a_wrong_product_rule_is_refused_at_once(monkeypatch):
         r.output
     monkeypatch.setenv("AUDIOTOK_CPU_GEMM", "MKL")
     assert run("info", "--codecs").exit_code == 0
+
+
+def test_the_command_turns_on_huge_pages_before_torch_loads():
+    """`audiotok` sets THP_MEM_ALLOC_ENABLE=1 (PyTorch's allocator reads it once, so before
+    torch is imported), keeping a value the environment gives; the library sets nothing."""
+    code = ("import os, sys; import audiotok{}; "
+            "print(os.environ.get('THP_MEM_ALLOC_ENABLE'), 'torch' in sys.modules)")
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    for module, given, want in ((".cli", None, "1 False"), (".cli", "0", "0 False"),
+                                ("", None, "None False")):
+        run_env = env if given is None else {**env, "THP_MEM_ALLOC_ENABLE": given}
+        out = subprocess.run([sys.executable, "-c", code.format(module)], env=run_env,
+                             capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == want, (module, given, out.stdout)

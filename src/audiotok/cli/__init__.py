@@ -7,6 +7,7 @@ import os
 import click
 
 from .._version import __version__
+from . import _allocator  # noqa: F401  (before anything imports torch)
 from .bench import bench
 from .convert import decode, encode, reconstruct
 from .eval import eval_command
