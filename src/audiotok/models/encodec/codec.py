@@ -146,9 +146,7 @@ class EncodecCodec(Codec):
         piece = round(self.DECODE_PIECE_SECONDS * self.sample_rate / self.samples_per_frame)
         if self.device.type != "cpu" or tokens.shape[-1] < 2 * piece:
             return self.model.decode(tokens)
-        from .stream import decoder_stream
-
-        stream = decoder_stream(self.model)
+        stream = self.decoder_stream()
         audio = [stream.push(tokens[..., at : at + piece])
                  for at in range(0, tokens.shape[-1], piece)]
         return torch.cat([*audio, stream.finish()], -1)

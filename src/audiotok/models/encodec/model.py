@@ -81,11 +81,11 @@ def _group_norm_channels_last(y: torch.Tensor, norm: nn.GroupNorm) -> torch.Tens
         return torch.addcmul(norm.bias, out, norm.weight).transpose(1, 2)
     halves = t.reshape(2 * b, steps // 2 * c)
     out, mean, rstd = torch.native_layer_norm(halves, halves.shape[1:], None, None, norm.eps)
-    mean, var = mean.view(b, 2), (rstd.view(b, 2) ** -2) - norm.eps
+    mean, rstd = mean.view(b, 2), rstd.view(b, 2)  # each half's
     whole = mean.mean(1, keepdim=True)
-    scale = torch.rsqrt(var.mean(1, keepdim=True) + (mean - whole).square().mean(1, keepdim=True)
-                        + norm.eps)  # [B, 1]
-    gain = (scale * rstd.view(b, 2).reciprocal()).view(2 * b, 1, 1) * norm.weight
+    var = (rstd**-2 - norm.eps + (mean - whole).square()).mean(1, keepdim=True)  # the whole's
+    scale = torch.rsqrt(var + norm.eps)  # [B, 1]
+    gain = (scale / rstd).view(2 * b, 1, 1) * norm.weight
     shift = ((mean - whole) * scale).view(2 * b, 1, 1) * norm.weight + norm.bias
     out = out.view(2 * b, steps // 2, c)
     return torch.addcmul(shift, out, gain, out=out).view(b, steps, c).transpose(1, 2)
@@ -241,10 +241,9 @@ class Decoder(nn.Module):
         """forward(x) of each x (the 48 kHz model's segments), the LSTM run once over them all
         (SLSTM.forward_many); the other layers run on each alone (as one batch they were
         slower: a segment's activations fill the caches)."""
-        head, lstm, *rest = self.model
+        head, lstm, tail = self.model[0], self.model[1], self.model[2:]
         if len(xs) < 2 or not isinstance(lstm, SLSTM):
             return [self(x) for x in xs]
-        tail = nn.Sequential(*rest)
         return [tail(y) for y in lstm.forward_many([head(x) for x in xs])]
 
 

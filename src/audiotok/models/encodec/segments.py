@@ -9,6 +9,7 @@ shorter one ceil(its samples / 320); the segments of T frames are known from T a
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 
 import torch
@@ -81,7 +82,7 @@ def decode(model, codes: torch.Tensor, scales: torch.Tensor | None) -> torch.Ten
     if scales is not None and scales.shape[1] < len(layout_):
         raise CodesError(f"{codes.shape[-1]} frames are {len(layout_)} segments; the codes "
                          f"carry {scales.shape[1]} segment scales")
-    starts = [sum(layout_[:s]) for s in range(len(layout_))]
+    starts = [0, *itertools.accumulate(layout_)]
     mix = OverlapAdd(layout(cfg)[1], decoded_samples(cfg, codes.shape[-1]))
     for first in range(0, len(layout_), DECODE_GROUP):
         group = range(first, min(first + DECODE_GROUP, len(layout_)))
@@ -100,14 +101,6 @@ def _scaled(out: torch.Tensor, scales: torch.Tensor | None) -> torch.Tensor:
     """out (in float32: the overlap-add's triangle needs its precision) times the scales."""
     out = out.float()
     return out if scales is None else out * scales.view(-1, 1, 1).to(out)
-
-
-def overlap_add(pieces: list[torch.Tensor], stride: int) -> torch.Tensor:
-    """The pieces overlap-added (OverlapAdd), as one tensor."""
-    mix = OverlapAdd(stride)
-    for piece in pieces:
-        mix.add(piece)
-    return mix.take(mix.end)
 
 
 class OverlapAdd:

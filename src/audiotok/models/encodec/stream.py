@@ -137,8 +137,6 @@ def encoder_stream(model: EncodecModel) -> EncoderStream:
     # every layer has started once the last convolution (at the frame rate) has the frames
     # its reflection reads: its kernel's width
     settle = cfg.last_kernel_size * cfg.hop_length
-    dtype = model.dtype
-    chain = Chain([Pointwise(lambda audio: audio.to(dtype)), build(model.encoder.model, _custom)])
-    return EncoderStream(chain,
+    return EncoderStream(build(model.encoder.model, _custom),
                          lambda latents: model.quantizer.encode(latents.float(), levels), levels,
                          cfg.hop_length, settle)
