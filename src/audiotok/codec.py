@@ -434,6 +434,13 @@ class Codec(FrameMath):
         raise AudiotokError(f"{self.title} has no stateful encoder stream")
 
     @property
+    def stream_input_dtype(self) -> torch.dtype:
+        """The dtype of the audio an encoder stream is pushed (stream_encoder, the engine): the
+        codec's, unless its stream works on the audio first as its offline encode does, in
+        float32."""
+        return self.dtype
+
+    @property
     def encoder_streams(self) -> bool:
         """Whether stream_encoder() (and the server's encode streams) run: causal codecs and
         those with a stateful encoder stream, unless a setting keeps unbounded state."""

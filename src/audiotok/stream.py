@@ -273,7 +273,7 @@ class StepStreamEncoder:
         chunk = _audio_chunk(audio, self.batch_size, self.codec.channels)
         self.samples += chunk.shape[-1]
         with torch.inference_mode():
-            return self.inner.push(chunk.to(self.codec.device, self.codec.dtype)).cpu()
+            return self.inner.push(chunk.to(self.codec.device, self.codec.stream_input_dtype)).cpu()
 
     @property
     def scales(self) -> torch.Tensor:

@@ -245,6 +245,43 @@ def test_channels_last_transposed_convs_equal_conv_transpose1d(cin, cout, kernel
         torch.testing.assert_close(z, ref, rtol=1e-5, atol=1e-5)
 
 
+def test_streamed_transposed_conv_takes_the_transposed_kernel_on_long_pushes(monkeypatch):
+    """A push of TRANSPOSED_ROWS frames or more (a long input's piece) runs oneDNN's transposed
+    kernel over context and push, shorter ones the polyphase plain convolution; both give
+    the offline samples, ragged rows included."""
+    from audiotok.nn import conv as conv_mod
+
+    calls = []
+    for name in ("polyphase_transposed", "conv_transpose1d_padded"):
+        real = getattr(conv_mod, name)
+        monkeypatch.setattr(conv_mod, name,
+                            lambda *a, _real=real, _name=name, **k: calls.append(_name)
+                            or _real(*a, **k))
+    torch.manual_seed(1)
+    conv = CausalConvTranspose1d(8, 6, 8, stride=4)
+    long = conv_mod.TRANSPOSED_ROWS // 2  # two rows of it: exactly the threshold
+    x = torch.randn(2, 8, 5 + long)
+    with torch.no_grad():
+        ref = conv(x)
+        calls.clear()
+        with streaming(conv):
+            y = torch.cat([conv(x[..., :5]), conv(x[..., 5:])], -1)
+        assert calls == ["polyphase_transposed", "conv_transpose1d_padded"]
+        torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+        # a ragged long push: the second row's stream has one valid frame fewer
+        with streaming(conv):
+            conv.stream["ragged"] = Ragged(torch.tensor([long, long - 1]), long)
+            conv(x[..., :long])
+            state = conv.stream["context"].clone()
+        with streaming(conv):
+            conv(x[1:, :, : long - 1])
+            torch.testing.assert_close(conv.stream["context"], state[1:], rtol=0, atol=0)
+        calls.clear()
+        with streaming(conv):
+            conv(torch.randn(1, 8, long))  # one row: below the threshold
+        assert calls == ["polyphase_transposed"]
+
+
 @pytest.mark.parametrize("cin, cout, kernel, stride, padding, dilation, groups, bias", [
     (6, 6, 7, 1, 3, 1, 6, True), (6, 6, 7, 1, 9, 3, 6, True), (8, 8, 7, 1, 27, 9, 8, False),
     (6, 6, 7, 1, 8, 3, 6, True),  # padding not whole dilations: the plain channels-last form

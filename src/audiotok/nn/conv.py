@@ -109,6 +109,13 @@ class CausalConv1d(StreamingModule):
         return self._conv(x)
 
 
+# batch x new frames from which a streamed float32 CPU transposed convolution runs as one
+# (oneDNN's, channels-last) over context and piece, not as polyphase_transposed's plain one: on
+# Mimi's decoder shapes it takes 0.49-0.94x the time from 480 rows on (a long input's piece), up
+# to 19x longer on a push's few (benchmarks/streamed_transposed.py)
+TRANSPOSED_ROWS = 512
+
+
 class CausalConvTranspose1d(StreamingModule):
     """ConvTranspose1d without its last `kernel - stride` output samples: output = L * stride."""
 
@@ -136,16 +143,23 @@ class CausalConvTranspose1d(StreamingModule):
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
         c, n = self.context_frames, x.shape[-1]
         if c == 0:
-            return self._polyphase(x)
+            return self._new_samples(x)
         state = self._state(x.shape[0], x.device)
         ragged = ragged_of(state)
         end = None if ragged is None else ragged.valid(n) + c
         x = cat_time(state["context"], x)
         state["context"] = keep_last(x, c, end)
-        return self._polyphase(x)
+        return self._new_samples(x)
 
-    def _polyphase(self, x: torch.Tensor) -> torch.Tensor:
-        return polyphase_transposed(x, self.conv, self.context_frames)
+    def _new_samples(self, x: torch.Tensor) -> torch.Tensor:
+        """The samples of x's frames after the first context_frames (those only reach)."""
+        c, conv = self.context_frames, self.conv
+        rows = x.shape[0] * (x.shape[-1] - c)
+        if rows >= TRANSPOSED_ROWS and conv.groups == 1 and channels_last_fits(x, conv.weight):
+            s = self.stride
+            y = conv_transpose1d_padded(x, conv.weight, conv.bias, s)
+            return y[..., c * s : x.shape[-1] * s]
+        return polyphase_transposed(x, conv, c)
 
 
 def polyphase_transposed(x: torch.Tensor, conv: nn.ConvTranspose1d, context: int

@@ -468,7 +468,7 @@ class ScaledEncode(_Scaled, StatefulEncode):
         y = None
         if audio is not None and audio.shape[-1]:
             x = torch.from_numpy(audio).reshape(1, self.codec.channels, -1)
-            y = inner.push(x.to(self.codec.device, self.codec.dtype))
+            y = inner.push(x.to(self.codec.device, self.codec.stream_input_dtype))
         if end:
             rest = inner.finish()
             y = rest if y is None else torch.cat([y, rest], -1)

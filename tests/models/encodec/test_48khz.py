@@ -131,10 +131,18 @@ def test_bfloat16_decodes_finite_audio(enc48_ref, codec):
     bfloat16 rounds its first weight to 0: the first sample was 0 / 0), the audio near
     float32's."""
     bf16 = audiotok.load(enc48_ref.th, dtype="bfloat16")
-    codes = bf16.encode(noise(50000, 71), 48000)
+    x = noise(50000, 71)
+    codes = bf16.encode(x, 48000)
     audio, exact = bf16.decode(codes), codec.decode(codes)
     assert audio.dtype == torch.float32 and torch.isfinite(audio).all()
     assert (audio - exact).abs().max() < 0.05 * exact.abs().max()
+    # the encode stream scales each segment in float32, as encode() does, then casts: the same
+    # codes (a push rounded to bfloat16 first gave 86-90 % of them)
+    with bf16.stream_encoder() as enc:
+        got = [enc.push(x[None, :, at : at + 7000]) for at in range(0, x.shape[-1], 7000)]
+        got.append(enc.flush())
+        assert torch.equal(enc.scales, codes.scales)
+    assert torch.equal(torch.cat(got, -1), codes.tokens)
 
 
 def test_mono_input_a_batch_and_the_scales_in_a_codes_file(enc48_ref, codec, tmp_path):

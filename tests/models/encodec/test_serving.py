@@ -174,6 +174,29 @@ def test_48khz_engine_streams_equal_offline_under_random_schedules(codec48):
     engine.close()
 
 
+def test_48khz_bfloat16_engine_encode_stream_equals_the_offline_encode(enc48_ref):
+    """In bfloat16 the engine gives an encode stream its pushes in float32 (the codec's
+    stream_input_dtype): each segment is scaled as encode() scales it, then cast."""
+    import audiotok
+    from audiotok.server import Engine, EngineSettings
+
+    bf16 = audiotok.load(enc48_ref.th, dtype="bfloat16")
+    x = stereo(50000, 5)
+    want = bf16.encode(torch.from_numpy(x), 48000)
+    engine = Engine({"e": bf16}, EngineSettings(max_batch=2), start=False)
+    s = engine.open_encode_stream("e")
+    for at in range(0, x.shape[-1], 9000):
+        s.push(x[..., at : at + 9000])
+    s.finish()
+    tokens = []
+    while s.state != "done":
+        engine.step()
+        tokens += s.available()
+    engine.close()
+    np.testing.assert_array_equal(np.concatenate(tokens, 1), want.tokens[0].numpy())
+    np.testing.assert_array_equal(s.scales(), want.scales[0].numpy())
+
+
 def test_48khz_over_http_and_websocket(codec48):
     """Offline encode (interleaved stereo PCM) and decode (with the scales, in JSON and in a
     .codes archive) over HTTP; encode and decode streams over the WebSocket, the scales as
