@@ -230,16 +230,16 @@ class Codec(FrameMath):
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
-    def _encode_by_length(self, items: list[AudioItem], lengths: list[int]
+    def _encode_by_length(self, items: list[AudioItem], lengths: list[int], encode=None
                           ) -> list[torch.Tensor]:
         """Tokens [K, T_i] per item, each zero-padded to lengths[i] samples; items of one length
         run as one batch, every other length on its own (for a codec whose padding would reach
-        a shorter item's codes)."""
+        a shorter item's codes). encode: what runs a batch (default model.encode)."""
         out: list[torch.Tensor | None] = [None] * len(items)
         for n, group in by_length(lengths):
             audio = torch.stack([F.pad(items[i].samples.to(self.device).view(1, -1),
                                        (0, n - items[i].samples.numel())) for i in group])
-            tokens = self._run("encode", self.model.encode, audio).cpu()
+            tokens = self._run("encode", encode or self.model.encode, audio).cpu()
             for j, i in enumerate(group):
                 out[i] = tokens[j]
         return out

@@ -54,6 +54,13 @@ class Step:
     def flush(self) -> torch.Tensor | None:
         return None
 
+    def push_last(self, x: torch.Tensor | None) -> torch.Tensor | None:
+        """push(x) (x None or empty: nothing) then flush(): the output of x and of the end. A
+        layer that pads the end overrides it to run x and the end as one call, as an offline
+        pass does."""
+        head = self.push(x) if x is not None and x.shape[-1] else None
+        return cat(head, self.flush())
+
 
 class Pointwise(Step):
     def __init__(self, layer: nn.Module):
@@ -148,10 +155,11 @@ class Chain(Step):
         return x
 
     def flush(self):
-        x = None
+        return self.push_last(None)
+
+    def push_last(self, x):
         for step in self.steps:
-            head = step.push(x) if x is not None and x.shape[-1] else None
-            x = cat(head, step.flush())
+            x = step.push_last(x)
         return x
 
 
@@ -170,6 +178,11 @@ class Residual(Step):
 
     def flush(self):
         return self._add(self.branch.flush())
+
+    def push_last(self, x):
+        if x is not None and x.shape[-1]:
+            self.held = cat(self.held, x)
+        return self._add(self.branch.push_last(x))
 
     def _add(self, y):
         if y is None or y.shape[-1] == 0:

@@ -147,3 +147,33 @@ def test_long_codes_decode_in_pieces(enc_ref, monkeypatch):
         with torch.inference_mode():
             one_pass = codec.model.decode(tokens)[..., : item.shape[-1]]
         assert 0 < (got - one_pass).abs().max() <= 1e-6, i  # (0: the pieces were not used)
+
+
+def test_long_audio_encodes_in_pieces(enc_ref, monkeypatch):
+    """Audio of two pieces or more (2 s each) encodes its convolutions through the stream's
+    chain, the last 1-2 pieces with the end in one call, then the LSTM on the whole: the
+    package's codes, in a batch of two lengths too, and the one pass's latents (bit for bit at
+    most lengths on a 2-core AMD EPYC; at 598016 samples the one pass's 1x1 kernels sum in
+    another order there: 6e-8)."""
+    from audiotok.models.encodec import stream
+
+    codec = audiotok.load(enc_ref.th)
+    assert codec.encode_piece_seconds == 2.0
+    used = []
+    real = stream.latents_in_pieces
+    monkeypatch.setattr(stream, "latents_in_pieces",
+                        lambda *a: used.append(a[1].shape[-1]) or real(*a))
+    items = [noise(n, 30 + i)[0] for i, n in enumerate((96000 + 77, 247466))]
+    codes = codec.encode(items, 24000)
+    assert used == [96077, 247466]
+    for i, item in enumerate(items):
+        want = reference.reference_codes(enc_ref.ref, item[None])
+        assert torch.equal(codes.tokens[i : i + 1, :, : codes.lengths[i]], want), i
+    g = torch.Generator().manual_seed(5)
+    with torch.inference_mode():
+        for n in (98659, 598016):
+            x = 0.2 * torch.randn(1, 1, n, generator=g)
+            assert (real(codec.model, x, 48000) - codec.model.encoder(x)).abs().max() <= 1e-6
+    codec.encode_piece_seconds = None  # one pass
+    assert torch.equal(codec.encode(items, 24000).tokens, codes.tokens)
+    assert len(used) == 2

@@ -71,6 +71,17 @@ class _ReflectConv(Step):
             return self.layer.conv(pad1d(x, self.left, right))
         return self._windows(pad1d(self.held, 0, right))
 
+    def push_last(self, x):
+        if x is None or not x.shape[-1]:
+            return self.flush()
+        self.phase = (self.phase + x.shape[-1]) % self.stride
+        x, self.held = cat(self.held, x), None
+        right = self.right + (-self.phase % self.stride)
+        if not self.started:  # the whole input in one call: the offline layer's
+            self.started = True
+            return self.layer.conv(pad1d(x, self.left, right))
+        return self._windows(pad1d(x, 0, right))
+
     def _windows(self, x: torch.Tensor) -> torch.Tensor | None:
         """The output of every whole window of x (x from the next window's first sample)."""
         n = (x.shape[-1] - self.kernel) // self.stride + 1 if x.shape[-1] >= self.kernel else 0
@@ -140,3 +151,21 @@ def encoder_stream(model: EncodecModel) -> EncoderStream:
     return EncoderStream(build(model.encoder.model, _custom),
                          lambda latents: model.quantizer.encode(latents.float(), levels), levels,
                          cfg.hop_length, settle)
+
+
+def latents_in_pieces(model: EncodecModel, audio: torch.Tensor, piece: int) -> torch.Tensor:
+    """model.encoder(audio) of the causal model: its convolutions up to the LSTM through their
+    stream chain, `piece` samples a push and the last 1 to 2 pieces with the end in one call (a
+    piece's activations stay in the caches from layer to layer), then the LSTM and the layers
+    after it on the whole (the LSTM is one call, as offline). Every convolution then runs on
+    inputs of thousands of samples, where its kernels give the one pass's sums
+    (tests/models/encodec/test_parity.py checks the latents bit for bit)."""
+    _check(model)
+    layers = model.encoder.model
+    split = next(i for i, m in enumerate(layers) if isinstance(m, SLSTM))
+    chain = build(torch.nn.Sequential(*layers[:split]), _custom)
+    audio = audio.to(model.dtype)
+    cut = max(audio.shape[-1] // piece - 1, 0) * piece
+    out = [chain.push(audio[..., at : at + piece]) for at in range(0, cut, piece)]
+    out.append(chain.push_last(audio[..., cut:]))
+    return layers[split:](torch.cat([o for o in out if o is not None], -1))
