@@ -148,8 +148,9 @@ class EncodecCodec(Codec):
         """model.encode(audio); on the CPU, the causal model's audio of 2 pieces or more through
         its stream chain (stream.latents_in_pieces): a piece's activations stay in the caches
         from layer to layer, where one pass streams every layer's through memory (60 s took
-        0.48x the time). The latents are the one pass's bit for bit (the tests check lengths
-        of 2-64 s), so the codes are too."""
+        0.45-0.48x the time). The latents are the one pass's bit for bit at all but a few
+        lengths, within 1e-7 there (docs/codecs/encodec.md), so the codes are the same but at
+        a near tie."""
         seconds = self.encode_piece_seconds
         piece = 0 if seconds is None else round(seconds * self.sample_rate)
         if self.device.type != "cpu" or not piece or audio.shape[-1] < 2 * piece:
