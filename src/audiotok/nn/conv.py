@@ -111,8 +111,9 @@ class CausalConv1d(StreamingModule):
 
 # batch x new frames from which a streamed float32 CPU transposed convolution runs as one
 # (oneDNN's, channels-last) over context and piece, not as polyphase_transposed's plain one:
-# on a 24 kHz decoder's shapes it takes 0.49-0.94x the time from 480 rows on (a long input's
-# piece), up to 19x longer on a push's few (benchmarks/streamed_transposed.py)
+# on a 24 kHz decoder's shapes from 480 rows on (a long input's piece) it took 0.49-0.94x the
+# time in 26 of 28 cases (1.13x and 1.51x in two), up to 19x longer on a push's few rows
+# (benchmarks/streamed_transposed.py)
 TRANSPOSED_ROWS = 512
 
 
