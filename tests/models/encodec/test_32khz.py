@@ -52,6 +52,35 @@ def test_codes_and_audio_equal_both_references(enc32_ref, layout):
     assert len(torch.unique(want)) > 60  # of 200 codes: not degenerate
 
 
+def test_long_audio_encodes_in_overlapping_windows(enc32_ref, monkeypatch):
+    """Audio of two windows or more (2 s each) runs the convolutions window by window, each
+    widened by their reach and its edge frames dropped, then the LSTM on the whole: the
+    package's codes, in a batch of two lengths too, the one pass's latents (within 1e-6; bit for
+    bit on this CPU at the lengths tried) and the one-pass codes."""
+    from audiotok.models.encodec import windows
+
+    codec = audiotok.load(enc32_ref.th)
+    assert codec.encode_piece_seconds == 2.0
+    used = []
+    real = windows.latents_in_windows
+    monkeypatch.setattr(windows, "latents_in_windows",
+                        lambda *a: used.append(a[1].shape[-1]) or real(*a))
+    items = [noise(n, 40 + i)[0] for i, n in enumerate((128000 + 77, 248843))]
+    codes = codec.encode(items, 32000)
+    assert used == [128077, 248843]
+    for i, item in enumerate(items):
+        want = reference.reference_codes(enc32_ref.ref, item[None])
+        assert torch.equal(codes.tokens[i : i + 1, :, : codes.lengths[i]], want), i
+    with torch.inference_mode():
+        for n in (128077, 106231):  # (the second: windows of 1 s)
+            x = noise(n, 7)
+            got = real(codec.model, x, 64000 if n > 120000 else 32000)
+            assert (got - codec.model.encoder(x)).abs().max() <= 1e-6, n
+    codec.encode_piece_seconds = None  # one pass
+    assert torch.equal(codec.encode(items, 32000).tokens, codes.tokens)
+    assert len(used) == 2
+
+
 def test_musicgen_ids_of_the_codecs_tokens(enc32_ref):
     """MusicGen's delayed decoder sequence of this codec's codes (2048 in range: the pad and
     start id is 2048), and back."""

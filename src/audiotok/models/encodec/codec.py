@@ -64,10 +64,9 @@ class EncodecCodec(Codec):
         self.num_codebooks = codebooks
         self.codebook_sizes = (cfg.bins,) * codebooks
         self.encode_stateful = cfg.causal or self.segmented  # encoder_stream()
-        # the causal model encodes inputs of 2 pieces or more in pieces this long (_encode_mono;
+        # the mono models encode inputs of 2 pieces or more in pieces this long (_encode_mono;
         # None: in one pass)
-        self.encode_piece_seconds: float | None = 2.0 if cfg.causal and not self.segmented \
-            else None
+        self.encode_piece_seconds: float | None = None if self.segmented else 2.0
 
     @classmethod
     def from_checkpoint(cls, path: Path, config: EncodecConfig | None = None,
@@ -145,19 +144,25 @@ class EncodecCodec(Codec):
         return Encoded(tokens, scales)
 
     def _encode_mono(self, audio: torch.Tensor) -> torch.Tensor:
-        """model.encode(audio); on the CPU, the causal model's audio of 2 pieces or more through
-        its stream chain (stream.latents_in_pieces): a piece's activations stay in the caches
-        from layer to layer, where one pass streams every layer's through memory (60 s took
-        0.45-0.48x the time). The latents are the one pass's bit for bit at all but a few
-        lengths, within 1e-7 there (docs/codecs/encodec.md), so the codes are the same but at
-        a near tie."""
+        """model.encode(audio); on the CPU, audio of 2 pieces or more in pieces: the causal
+        model's through its stream chain (stream.latents_in_pieces), the 32 kHz one's in
+        overlapping windows (windows.py). A piece's activations stay in the caches from layer
+        to layer, where one pass streams every layer's through memory (24 kHz, 60 s: 0.45-0.48x
+        the time). The latents are the one pass's bit for bit at all but a few lengths, within
+        1e-7 there (docs/codecs/encodec.md), so the codes are the same but at a near tie."""
         seconds = self.encode_piece_seconds
-        piece = 0 if seconds is None else round(seconds * self.sample_rate)
+        hop = self.samples_per_frame
+        piece = 0 if seconds is None else round(seconds * self.sample_rate / hop) * hop
         if self.device.type != "cpu" or not piece or audio.shape[-1] < 2 * piece:
             return self.model.encode(audio)
-        from .stream import latents_in_pieces
+        if self.config.causal:
+            from .stream import latents_in_pieces
 
-        latents = latents_in_pieces(self.model, audio, piece)
+            latents = latents_in_pieces(self.model, audio, piece)
+        else:
+            from .windows import latents_in_windows
+
+            latents = latents_in_windows(self.model, audio, piece)
         return self.model.quantizer.encode(latents.float(), self.model.encode_levels)
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
