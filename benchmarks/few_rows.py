@@ -49,7 +49,8 @@ def forms(weights: list[torch.Tensor], x: torch.Tensor) -> dict:
 
 def prepacked_forms(weights: list[torch.Tensor], x: torch.Tensor) -> dict:
     """Products on a copy of each weight packed for this row count (packing not timed): MKL's
-    packed GEMM and oneDNN's linear on its blocked layout. Tried for nn/linear.py, not used."""
+    packed GEMM and oneDNN's linear on its blocked layout (the form nn/linear.py's
+    packed_weights() uses under the oneDNN rule)."""
     rows, out = x.shape[0], {}
     try:
         mkl = [torch.ops.mkl._mkl_reorder_linear_weight(w, rows) for w in weights]

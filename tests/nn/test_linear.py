@@ -132,6 +132,70 @@ def test_onednn_rule_calls_onednn_from_8_rows(monkeypatch):
     assert L.onednn_product(x, w) is None
 
 
+def test_packed_weights_in_a_streaming_step(monkeypatch):
+    """Inside packed_weights(), under the oneDNN rule, 2..FEW_ROWS rows of a parameter's
+    product run on its packed copy (made once, kept while the weight is unchanged): from
+    ONEDNN_ROWS rows on the dense oneDNN linear's bits, below within rounding. One row, more
+    rows, a temporary weight, the MKL rule and outside the context: no copy."""
+    if not L._ONEDNN["packed"]:
+        pytest.skip("this torch has no oneDNN weight packing")
+    _use(monkeypatch, "onednn")
+    packed = _spy_packing(monkeypatch)
+    layer = L.Linear(48, 40)
+    with torch.no_grad():
+        for rows in (1, 2, 7, 8, 64, 65):
+            x = torch.randn(rows, 48)
+            dense = L.linear(x, layer.weight, layer.bias)
+            with L.packed_weights():
+                got = layer(x)
+            if L.ONEDNN_ROWS <= rows <= L.FEW_ROWS:
+                assert torch.equal(got, dense), rows
+            _close(got, F.linear(x, layer.weight, layer.bias))
+        assert packed == [(40, 48)]  # packed once, for 2 rows, and kept
+        layer.weight.mul_(2)  # a changed weight is packed again
+        with L.packed_weights():
+            x = torch.randn(4, 48)
+            _close(layer(x), F.linear(x, layer.weight, layer.bias))
+            temporary = layer.weight * 1
+            _close(L.linear(x, temporary), F.linear(x, temporary))
+        assert len(packed) == 2
+        _close(layer(x), F.linear(x, layer.weight, layer.bias))  # outside: the dense forms
+        _use(monkeypatch, "mkl")
+        with L.packed_weights():
+            _close(layer(x), F.linear(x, layer.weight, layer.bias))
+        assert len(packed) == 2
+    L.gemm_backend.cache_clear()
+
+
+def test_streaming_convolutions_pack_their_weights(monkeypatch):
+    """A causal convolution's streaming step packs its (taps-reshaped) weight once and keeps
+    giving the offline samples."""
+    from audiotok.nn.conv import CausalConv1d
+    from audiotok.nn.streaming import streaming
+
+    if not L._ONEDNN["packed"]:
+        pytest.skip("this torch has no oneDNN weight packing")
+    _use(monkeypatch, "onednn")
+    packed = _spy_packing(monkeypatch)
+    torch.manual_seed(0)
+    conv = CausalConv1d(24, 32, 3)
+    x = torch.randn(2, 24, 12)
+    with torch.no_grad():
+        want = conv(x)
+        with streaming(conv):
+            got = torch.cat([conv(x[..., i : i + 2]) for i in range(0, 12, 2)], -1)
+    _close(got, want)
+    assert packed == [(32, 72)]
+    L.gemm_backend.cache_clear()
+
+
+def _spy_packing(monkeypatch) -> list:
+    """The shapes of the weights nn/linear.py packs from now on."""
+    packed, real = [], L._pack
+    monkeypatch.setattr(L, "_pack", lambda w: packed.append(tuple(w.shape)) or real(w))
+    return packed
+
+
 # output rows (batch x steps): 1 (oneDNN), 2..16 (W @ taps^T), 17..256 in float32 (W @ taps,
 # one row of the batch as a view, several as a copy), beyond (conv1d)
 SHORT_CONVS = [(1, 1, 1, 1), (1, 7, 7, 1), (1, 16, 3, 1), (3, 10, 3, 2), (2, 40, 7, 3),

@@ -12,7 +12,7 @@ from torch import nn
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from .derived import derived
-from .linear import gemm_backend, linear
+from .linear import gemm_backend, linear, packed_weights
 from .streaming import StreamingModule, keep_last, ragged_of
 from .tracing import exporting
 
@@ -80,6 +80,10 @@ class CausalConv1d(StreamingModule):
         return state
 
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
+        with packed_weights():
+            return self._step(x)
+
+    def _step(self, x: torch.Tensor) -> torch.Tensor:
         # An input that is not a multiple of the stride ends the stream: it is padded on the
         # right as an offline pass pads the whole signal (the state after it is not used).
         # (a ceil division, as forward's: torch.export states it for a symbolic length, and a
@@ -142,6 +146,10 @@ class CausalConvTranspose1d(StreamingModule):
                                        dtype=w.dtype)}
 
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
+        with packed_weights():
+            return self._step(x)
+
+    def _step(self, x: torch.Tensor) -> torch.Tensor:
         c, n = self.context_frames, x.shape[-1]
         if c == 0:
             return self._new_samples(x)
@@ -362,7 +370,7 @@ def short_conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | Non
             y += bias[:, None]
         return y[None] if b == 1 else y.view(cout, b, steps).transpose(0, 1)
     taps = taps.permute(0, 3, 1, 2).reshape(rows, cin * k)  # (row, step) x (in, tap)
-    y = linear(taps, w, bias)  # see linear.py for the fast forms
+    y = linear(taps, w, bias, source=weight)  # see linear.py for the fast forms
     return y.view(b, steps, cout).transpose(1, 2)
 
 

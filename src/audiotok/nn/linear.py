@@ -23,24 +23,54 @@ float32 product goes to oneDNN's linear, and 2-7 rows take W @ x^T (its 2-row fo
 faster than F.linear there). `gemm_backend()` says which rule runs; the environment variable
 AUDIOTOK_CPU_GEMM=onednn|mkl overrides the choice (side-by-side measurements, tests).
 
+Under the oneDNN rule a streaming step (`packed_weights()`: the streaming transformer and
+causal convolutions enter it) runs its products of 2..FEW_ROWS rows on a copy of each weight
+in oneDNN's blocked layout, made on first use and kept beside the weight (nn/derived.py): one
+more copy of the weights a stream uses. On a 2-core AMD EPYC (torch 2.13, `python
+benchmarks/few_rows.py --threads 2 --rows 2,4,8,16,64 --prepacked --shapes
+1536x512,512x512,2048x512,512x2048,1024x3584,4096x2048`: a 24 kHz codec's push shapes, the
+weights not in cache) that took 0.26-0.67x the time of W @ x^T at 2-4 rows (weights read at
+up to 110 GB/s, where a plain sum read 93) and 0.45-0.80x that of the dense oneDNN linear at
+8-64 rows, whose sums it gives bit for bit. On an Intel Xeon, where MKL's few-row forms run, a
+copy packed for 4 rows was no faster (docs/serving-performance.md), so the MKL rule packs
+nothing.
+
 The sums are the same; only the order of float additions differs (results within rounding).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import os
+from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .derived import derived
 from .tracing import exporting
 
 FEW_ROWS = 64
 ONEDNN_ROWS = 8  # with the oneDNN rule: from this many rows on, oneDNN's linear
 _ONEDNN = {"ok": hasattr(torch.ops.mkldnn, "_linear_pointwise")
-           and torch.backends.mkldnn.is_available()}
+           and torch.backends.mkldnn.is_available(),
+           "packed": hasattr(torch.ops.mkldnn, "_reorder_linear_weight")}
+PACK_ROWS = 16  # the row count oneDNN's blocked copy is laid out for (2, 16 and 64 measured alike)
+_PACKING = contextvars.ContextVar("audiotok_packed_weights", default=False)
+
+
+@contextlib.contextmanager
+def packed_weights() -> Iterator[None]:
+    """Within (this thread or task): few-row float32 products under the oneDNN rule use a
+    packed copy of their weight (see above); a streaming step's layers enter it."""
+    token = _PACKING.set(True)
+    try:
+        yield
+    finally:
+        _PACKING.reset(token)
 
 
 class Linear(nn.Linear):
@@ -50,14 +80,23 @@ class Linear(nn.Linear):
         return linear(x, self.weight, self.bias)
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
-           ) -> torch.Tensor:
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+           source: torch.Tensor | None = None) -> torch.Tensor:
+    """x @ weight^T (+ bias). source: the parameter (or nn/derived.py tensor) that `weight` is
+    a view of, which keys its packed copy inside packed_weights(); by default weight itself if
+    it is a parameter (a temporary weight is never packed)."""
     if exporting():  # (before any test of the rows: a traced size would be guarded on it)
         return F.linear(x, weight, bias)
     rows = x.numel() // max(x.shape[-1], 1)
     if rows == 0 or not cpu_float32(x, weight, bias):
         return F.linear(x, weight, bias)
     onednn = gemm_backend() == "onednn"
+    if onednn and 1 < rows <= FEW_ROWS and _PACKING.get():
+        if source is None and isinstance(weight, nn.Parameter):
+            source = weight
+        y = None if source is None else _packed_or_none(x, weight, bias, source)
+        if y is not None:
+            return y
     if rows == 1 or (onednn and rows >= ONEDNN_ROWS):
         y = _onednn_or_none(x, weight, bias)
         if y is not None:
@@ -106,6 +145,22 @@ def _onednn_or_none(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | 
         _ONEDNN["ok"] = False
         gemm_backend.cache_clear()
         return None
+
+
+def _packed_or_none(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+                    source: torch.Tensor) -> torch.Tensor | None:
+    """oneDNN's linear on the packed copy of weight (made once per state of `source`)."""
+    if not (_ONEDNN["ok"] and _ONEDNN["packed"]):
+        return None
+    try:
+        return _onednn_linear(x, derived(source, "onednn packed", lambda _: _pack(weight)), bias)
+    except RuntimeError:  # a build without it: the dense forms from now on
+        _ONEDNN["packed"] = False
+        return None
+
+
+def _pack(weight: torch.Tensor) -> torch.Tensor:
+    return torch.ops.mkldnn._reorder_linear_weight(weight.contiguous(), PACK_ROWS)
 
 
 @functools.cache

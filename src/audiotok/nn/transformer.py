@@ -12,6 +12,7 @@ position, which RoPE continues, and per layer a ring of keys and values (KVRing 
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .linear import Linear
+from .linear import Linear, packed_weights
 from .streaming import StreamingModule, ragged_of
 from .tracing import exporting
 
@@ -358,6 +359,7 @@ class WindowedTransformer(StreamingModule):
             state["position"] = state["position"] + (t if end is None else end)
             caches = state["layers"]
         rope = rope_table(pos, self.cfg.head_dim, self.cfg.rope_base, self.cfg.rope_dtype)
-        for layer, cache in zip(self.layers, caches, strict=True):
-            x = layer(x, rope, pos, cache, ring)
+        with packed_weights() if ring is not None else contextlib.nullcontext():
+            for layer, cache in zip(self.layers, caches, strict=True):
+                x = layer(x, rope, pos, cache, ring)
         return self.norm(x).transpose(1, 2)
