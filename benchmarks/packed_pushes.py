@@ -14,20 +14,13 @@ from __future__ import annotations
 
 import json
 import statistics
-import time
 
 import torch
 from common import parser
+from mimi_steps import per_call, random_mimi
 
 import audiotok
 from audiotok.nn import linear as L
-
-
-def per_push(dec, frame: torch.Tensor, calls: int = 20) -> float:
-    t = time.perf_counter()
-    for _ in range(calls):
-        dec.push(frame)
-    return (time.perf_counter() - t) / calls
 
 
 def main() -> None:
@@ -38,12 +31,7 @@ def main() -> None:
     p.add_argument("--warm", type=int, default=130, help="pushes before the timed ones")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    if args.model is None:
-        from mimi_steps import random_mimi
-
-        codec = random_mimi()
-    else:
-        codec = audiotok.load(args.model)
+    codec = random_mimi() if args.model is None else audiotok.load(args.model)
     if L.gemm_backend() != "onednn" or not L._ONEDNN["packed"]:
         raise SystemExit("packed weights apply under the oneDNN rule only "
                          "(AUDIOTOK_CPU_GEMM=onednn)")
@@ -60,7 +48,7 @@ def main() -> None:
                     pcm = [dec.push(frames[..., i : i + 1].expand(batch, -1, -1))
                            for i in range(args.warm)]
                     one = frames[..., -1:].expand(batch, -1, -1)
-                    seconds = per_push(dec, one) / batch
+                    seconds = per_call(lambda d=dec, o=one: d.push(o), 20) / batch
                 audio[packed, batch] = torch.cat(pcm, -1)
                 name = f"{'packed' if packed else 'dense'}, {batch} stream(s)"
                 results.setdefault(name, []).append(seconds * 1e3)
