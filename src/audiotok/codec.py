@@ -24,6 +24,7 @@ from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
 from .models.family import licence_notice
 from .nn.cuda_graphs import GraphCache
+from .nn.linear import packed_weights
 from .nn.precision import set_precision
 from .nn.streaming import StreamCopies
 from .tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
@@ -252,7 +253,7 @@ class Codec(FrameMath):
         if self.graphs is not None or chunk is None or \
                 audio.shape[-1] <= chunk * self.input_samples_per_frame:
             return self._run("encode", self.model.encode, audio)
-        with self._stream_copies().streamed() as model:
+        with self._stream_copies().streamed() as model, packed_weights(False):
             return torch.cat([model.encode(piece)
                               for piece in audio.split(chunk * self.input_samples_per_frame, -1)],
                              -1)
@@ -334,7 +335,7 @@ class Codec(FrameMath):
             return self._run("decode", self.model.decode, tokens)
         spf = self.samples_per_frame
         out = torch.empty(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
-        with self._stream_copies().streamed() as model:
+        with self._stream_copies().streamed() as model, packed_weights(False):
             for i, piece in enumerate(tokens.split(chunk, -1)):
                 out[..., i * chunk * spf : (i * chunk + piece.shape[-1]) * spf] = \
                     model.decode(piece)

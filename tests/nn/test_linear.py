@@ -189,8 +189,40 @@ def test_streaming_convolutions_pack_their_weights(monkeypatch):
     L.gemm_backend.cache_clear()
 
 
+def test_offline_pieces_do_not_pack(monkeypatch, s2_codec):
+    """A long offline decode and encode run the causal codec's stream in pieces, the last one
+    short: inside packed_weights(False) no step packs, and the results are the one-pass ones;
+    the same tokens pushed through a library stream do pack."""
+    if not L._ONEDNN["packed"]:
+        pytest.skip("this torch has no oneDNN weight packing")
+    _use(monkeypatch, "onednn")
+    packed = _spy_packing(monkeypatch)
+    with L.packed_weights(False), L.packed_weights():
+        x = torch.randn(3, 48)
+        layer = L.Linear(48, 40)
+        _close(layer(x), F.linear(x, layer.weight, layer.bias))
+    assert packed == []
+    torch.manual_seed(0)
+    chunk = s2_codec.decode_chunk_frames
+    tokens = torch.stack([torch.randint(0, n, (chunk + 3,)) for n in s2_codec.codebook_sizes])
+    audio = s2_codec.decode(tokens[None])
+    codes = s2_codec.encode(audio[0], s2_codec.sample_rate)
+    assert packed == []
+    with s2_codec.stream_decoder() as dec:
+        streamed = torch.cat([dec.push(tokens[None, :, i : i + 1]) for i in range(chunk + 3)], -1)
+    assert packed  # a stream's few-row products
+    _close(streamed, audio[..., : streamed.shape[-1]])
+    assert codes.tokens.shape[-1] == chunk + 3
+    L.gemm_backend.cache_clear()
+
+
 def _spy_packing(monkeypatch) -> list:
-    """The shapes of the weights nn/linear.py packs from now on."""
+    """The shapes of the weights nn/linear.py packs from now on (the copies other tests made
+    dropped first, so that a packing step calls _pack again)."""
+    from audiotok.nn import derived
+
+    for slot in [k for k in derived._CACHE if k[1] == "onednn packed"]:
+        derived._CACHE.pop(slot, None)
     packed, real = [], L._pack
     monkeypatch.setattr(L, "_pack", lambda w: packed.append(tuple(w.shape)) or real(w))
     return packed

@@ -59,14 +59,17 @@ _ONEDNN = {"ok": hasattr(torch.ops.mkldnn, "_linear_pointwise")
            and torch.backends.mkldnn.is_available(),
            "packed": hasattr(torch.ops.mkldnn, "_reorder_linear_weight")}
 PACK_ROWS = 16  # the row count oneDNN's blocked copy is laid out for (2, 16 and 64 measured alike)
-_PACKING = contextvars.ContextVar("audiotok_packed_weights", default=False)
+# True: pack; False: an outer caller ruled it out; None: not asked
+_PACKING = contextvars.ContextVar("audiotok_packed_weights", default=None)
 
 
 @contextlib.contextmanager
-def packed_weights() -> Iterator[None]:
+def packed_weights(on: bool = True) -> Iterator[None]:
     """Within (this thread or task): few-row float32 products under the oneDNN rule use a
-    packed copy of their weight (see above); a streaming step's layers enter it."""
-    token = _PACKING.set(True)
+    packed copy of their weight (see above); a streaming step's layers enter it.
+    packed_weights(False): no step within packs (an offline call that runs a stream in pieces,
+    whose short last piece would otherwise make the copies)."""
+    token = _PACKING.set(on and _PACKING.get() is not False)
     try:
         yield
     finally:
