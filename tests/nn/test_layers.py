@@ -141,6 +141,34 @@ def test_kv_ring_streams_ragged_rows_exactly_and_a_repeated_step_is_the_same():
             torch.testing.assert_close(whole, offline, atol=2e-5, rtol=0)
 
 
+@pytest.mark.parametrize("kernel,stride", [(4, 2), (6, 2), (3, 3), (2, 2)])
+def test_depthwise_transposed_push_as_multiply_adds(kernel, stride, monkeypatch):
+    """A depthwise transposed convolution's few-row pushes (multiply-adds over the taps) give
+    the offline samples, channels-last input or not, one frame or several per push; above
+    DEPTHWISE_ROWS the grouped convolution runs, within rounding of the same."""
+    from audiotok.nn import conv as C
+
+    torch.manual_seed(0)
+    up = CausalConvTranspose1d(6, 6, kernel, stride=stride, groups=6, bias=False)
+    x = torch.randn(2, 6, 10)
+    taps = []
+    real = C._depthwise_taps
+    monkeypatch.setattr(C, "_depthwise_taps", lambda *a: taps.append(1) or real(*a))
+    with torch.no_grad():
+        want = up(x)
+        for cl in (False, True):
+            xs = x.transpose(1, 2).contiguous().transpose(1, 2) if cl else x
+            with streaming(up):
+                got = torch.cat([up(xs[..., i : i + n]) for i, n in ((0, 1), (1, 3), (4, 6))], -1)
+            torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+        assert len(taps) == 6
+        monkeypatch.setattr(C, "DEPTHWISE_ROWS", 0)
+        with streaming(up):
+            torch.testing.assert_close(torch.cat([up(x[..., :4]), up(x[..., 4:])], -1), want,
+                                       atol=1e-6, rtol=0)
+        assert len(taps) == 6
+
+
 @pytest.mark.parametrize("length", [1, 5, 333])
 def test_polyphase_upsampling_equals_transposed_conv(length):
     """Reduced precision upsamples per phase; in float64 both ways agree to rounding."""

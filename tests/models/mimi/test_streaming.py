@@ -83,3 +83,29 @@ def test_moshi_streaming_drifts_where_ours_does_not(mimi_files, mimi_codec):
     with mimi_codec.stream_decoder(1) as dec:
         ours = torch.cat([dec.push(codes[..., f: f + 1]) for f in range(24)], -1)
     assert (ours - offline_audio).abs().max() <= 1e-5
+
+
+def test_a_push_looks_its_codes_up_at_once(mimi_codec, monkeypatch):
+    """Up to PUSH_FRAMES frames, all levels' codebook rows are looked up and summed at once (a
+    lookup per RVQ); the latent is the level-by-level sum's (the references' order, kept
+    above) within 1e-6."""
+    from audiotok.models.mimi import quantizer as Q
+
+    rvq = mimi_codec.model.quantizer
+    levels = rvq.semantic.levels + rvq.acoustic.levels
+    torch.manual_seed(0)
+    codes = torch.randint(0, rvq.acoustic.codebook.shape[1], (2, levels, 8))
+    lookups = []
+    real = Q.F.embedding
+    monkeypatch.setattr(Q.F, "embedding", lambda *a, **k: lookups.append(1) or real(*a, **k))
+    with torch.inference_mode():
+        for k in (1, 2, levels):  # any leading subset of the levels
+            monkeypatch.setattr(Q, "PUSH_FRAMES", 16)
+            lookups.clear()
+            at_once = rvq.decode(codes[:, :k])
+            assert len(lookups) == min(k, 2)
+            monkeypatch.setattr(Q, "PUSH_FRAMES", 0)
+            lookups.clear()
+            by_level = rvq.decode(codes[:, :k])
+            assert len(lookups) == k
+            torch.testing.assert_close(at_once, by_level, atol=1e-6, rtol=0)

@@ -43,6 +43,9 @@ def _distances(x: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
     return product.clamp_min_(0).sqrt_()
 
 
+PUSH_FRAMES = 16  # batch x frames up to which decode() looks every level up at once
+
+
 class ResidualVQ(nn.Module):
     def __init__(self, dim: int, codebook_dim: int, levels: int, bins: int):
         super().__init__()
@@ -69,10 +72,19 @@ class ResidualVQ(nn.Module):
         return torch.stack(codes, 0).view(levels, b, t).transpose(0, 1)
 
     def decode(self, codes: torch.Tensor) -> torch.Tensor:
-        """Latent [B, C, T] for codes [B, k, T] (the first k levels)."""
-        z = 0
-        for level in range(codes.shape[1]):
-            z = z + F.embedding(codes[:, level], self.codebook[level])
+        """Latent [B, C, T] for codes [B, k, T] (the first k levels): the rows summed level by
+        level, as both references add them; up to PUSH_FRAMES frames (a streaming push), all
+        levels' rows in one lookup and one sum (31 levels of one frame: 6 against 134 us; the
+        sum rounds its own way, within 1e-6)."""
+        b, k, t = codes.shape
+        if b * t <= PUSH_FRAMES:
+            offsets = torch.arange(k, device=codes.device)[:, None] * self.codebook.shape[1]
+            z = F.embedding((codes + offsets).transpose(1, 2),
+                            self.codebook[:k].flatten(0, 1)).sum(2)
+        else:
+            z = 0
+            for level in range(k):
+                z = z + F.embedding(codes[:, level], self.codebook[level])
         return self.output_proj(z.transpose(1, 2).to(self.output_proj.weight.dtype))
 
 
