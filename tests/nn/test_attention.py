@@ -48,3 +48,40 @@ def test_the_kernel_runs_on_short_inputs_under_autograd_and_under_mkl(onednn, mo
     L.gemm_backend.cache_clear()
     A.full_attention(*(x.detach() for x in long))
     assert len(calls) == 3
+
+
+def test_a_streaming_steps_attention_as_two_products(onednn, monkeypatch):
+    """A streaming transformer's in-place ring step with 2 query rows or more runs
+    few_query_attention (the SDPA kernel's result within 1e-6); one row, and the MKL rule, run
+    the kernel. Streams of both forms equal the offline pass."""
+    from audiotok.nn.streaming import streaming
+    from audiotok.nn.transformer import TransformerConfig, WindowedTransformer
+
+    torch.manual_seed(2)
+    q, k, v = torch.randn(3, 4, 2, 16), torch.randn(3, 4, 9, 16), torch.randn(3, 4, 9, 16)
+    mask = torch.rand(3, 1, 2, 9) > 0.3
+    mask[..., 0] = True  # every query sees a key
+    bias = torch.zeros(mask.shape).masked_fill_(~mask, float("-inf"))
+    torch.testing.assert_close(A.few_query_attention(q, k, v, bias),
+                               F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
+                               rtol=0, atol=1e-6)
+    model = WindowedTransformer(TransformerConfig(dim=32, n_layer=2, n_head=4, head_dim=8,
+                                                  intermediate_size=64, window=6,
+                                                  norm="layer", mlp="gelu"))
+    calls = []
+    real = A.few_query_attention
+    monkeypatch.setattr("audiotok.nn.transformer.few_query_attention",
+                        lambda *a: calls.append(a[0].shape[0] * a[0].shape[2]) or real(*a))
+    x = torch.randn(2, 32, 20)
+    with torch.no_grad():
+        want = model(x)
+        for rule in ("onednn", "mkl"):
+            monkeypatch.setenv("AUDIOTOK_CPU_GEMM", rule)
+            L.gemm_backend.cache_clear()
+            for batch in (1, 2):
+                calls.clear()
+                with streaming(model):
+                    got = torch.cat([model(x[:batch, :, i : i + 1]) for i in range(20)], -1)
+                torch.testing.assert_close(got, want[:batch], rtol=0, atol=1e-5)
+                assert calls == ([batch] * 40 if rule == "onednn" and batch == 2 else []), \
+                    (rule, batch)

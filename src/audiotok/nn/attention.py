@@ -50,3 +50,22 @@ def full_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 def _chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     return (not exporting() and k.shape[-2] >= LONG_KEYS and gemm_backend() == "onednn"
             and cpu_float32(q, k, v) and v.dtype == torch.float32)
+
+
+def few_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        bias: torch.Tensor) -> torch.Tensor:
+    """softmax(q k^T / sqrt(D) + bias) v for a streaming step's queries q [B, H, t, D] over a
+    cache k, v [B, H, S, D] (bias [B, 1, t, S]: 0 where a query sees a key, -inf elsewhere), as
+    two batched products around a softmax. From 2 query rows on (batch x t) the SDPA kernel
+    took 1.1-1.5x its time on a 2-core AMD EPYC (torch 2.13, 8 layers' caches in turn: batch 8,
+    2 queries, 280 keys, 8 heads of 64: 356 against 249 us); with one row it is the faster, and
+    runs (few_queries)."""
+    scores = torch.matmul(q, k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5).add_(bias)
+    return torch.matmul(torch.softmax(scores, -1), v)
+
+
+def few_queries(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """Whether a streaming step's attention runs as few_query_attention: float32 CPU under the
+    oneDNN rule (nn/linear.py), 2 query rows or more, outside export and autograd."""
+    return (not exporting() and q.shape[0] * q.shape[2] >= 2 and gemm_backend() == "onednn"
+            and cpu_float32(q, k, v) and v.dtype == torch.float32)

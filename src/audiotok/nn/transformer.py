@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .attention import few_queries, few_query_attention
 from .linear import Linear, packed_weights
 from .streaming import StreamingModule, ragged_of
 from .tracing import exporting
@@ -223,6 +224,7 @@ class KVRing:
     def __init__(self, window: int, pos: torch.Tensor, t: int, end: torch.Tensor | None):
         self.window = window
         self.size = size = self.size_for(window)
+        self.bias = None  # the mask as 0 / -inf, when few_query_attention runs
         self.in_place = not exporting() and t <= size - (window - 1)  # (no guard when traced)
         device = pos.device
         start = pos[:, 0]  # [B]: the step's first position per row
@@ -262,6 +264,11 @@ class KVRing:
             cache["k"].scatter_(2, index, k)
             cache["v"].scatter_(2, index, v)
             k, v = _repeat(cache["k"], repeat), _repeat(cache["v"], repeat)
+            if few_queries(q, k, v):
+                if self.bias is None:  # made once a step, for every layer
+                    self.bias = torch.zeros(self.mask.shape, dtype=q.dtype, device=q.device)
+                    self.bias.masked_fill_(~self.mask, float("-inf"))
+                return few_query_attention(q, k, v, self.bias)
             return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
         order = self.order.expand(-1, k.shape[1], -1, k.shape[3])
         k = torch.cat([cache["k"].gather(2, order), k], dim=2)
