@@ -58,8 +58,8 @@ def few_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     cache k, v [B, H, S, D] (bias [B, 1, t, S]: 0 where a query sees a key, -inf elsewhere), as
     two batched products around a softmax. From 2 query rows on (batch x t) the SDPA kernel
     took 1.1-1.5x its time on a 2-core AMD EPYC (torch 2.13, 8 layers' caches in turn: batch 8,
-    2 queries, 280 keys, 8 heads of 64: 356 against 249 us); with one row it is the faster, and
-    runs (few_queries)."""
+    2 queries, 280 keys, 8 heads of 64: 356 against 249 us); on one row the kernel is the
+    faster, and few_queries() keeps it there."""
     scores = torch.matmul(q, k.transpose(-1, -2)).mul_(q.shape[-1] ** -0.5).add_(bias)
     return torch.matmul(torch.softmax(scores, -1), v)
 
