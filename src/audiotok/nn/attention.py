@@ -48,8 +48,14 @@ def full_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 
 
 def _chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
-    return (not exporting() and k.shape[-2] >= LONG_KEYS and gemm_backend() == "onednn"
-            and cpu_float32(q, k, v) and v.dtype == torch.float32)
+    return k.shape[-2] >= LONG_KEYS and _onednn_float32(q, k, v)
+
+
+def _onednn_float32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
+    """float32 CPU operands under the oneDNN rule (nn/linear.py), outside export and autograd:
+    where the product forms below replace the SDPA kernel."""
+    return (not exporting() and gemm_backend() == "onednn" and cpu_float32(q, k, v)
+            and v.dtype == torch.float32)
 
 
 def few_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -67,5 +73,4 @@ def few_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 def few_queries(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Whether a streaming step's attention runs as few_query_attention: float32 CPU under the
     oneDNN rule (nn/linear.py), 2 query rows or more, outside export and autograd."""
-    return (not exporting() and q.shape[0] * q.shape[2] >= 2 and gemm_backend() == "onednn"
-            and cpu_float32(q, k, v) and v.dtype == torch.float32)
+    return q.shape[0] * q.shape[2] >= 2 and _onednn_float32(q, k, v)

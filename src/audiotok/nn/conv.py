@@ -50,7 +50,8 @@ class CausalConv1d(StreamingModule):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.stream is not None:
-            return self._forward_streaming(x)
+            with packed_weights():  # a streaming step's few-row products (linear.py)
+                return self._forward_streaming(x)
         length = x.shape[-1]
         # output frames as a ceil division, not via -length % stride: a simpler expression
         # for torch.export's symbolic lengths
@@ -80,10 +81,6 @@ class CausalConv1d(StreamingModule):
         return state
 
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
-        with packed_weights():
-            return self._step(x)
-
-    def _step(self, x: torch.Tensor) -> torch.Tensor:
         # An input that is not a multiple of the stride ends the stream: it is padded on the
         # right as an offline pass pads the whole signal (the state after it is not used).
         # (a ceil division, as forward's: torch.export states it for a symbolic length, and a
@@ -135,7 +132,8 @@ class CausalConvTranspose1d(StreamingModule):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.stream is not None:
-            return self._forward_streaming(x)
+            with packed_weights():  # a streaming step's few-row products (linear.py)
+                return self._forward_streaming(x)
         c = self.conv
         y = conv_transpose1d_padded(x, c.weight, c.bias, self.stride, groups=c.groups)
         return y[..., : y.shape[-1] - self.trim] if self.trim else y
@@ -146,10 +144,6 @@ class CausalConvTranspose1d(StreamingModule):
                                        dtype=w.dtype)}
 
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
-        with packed_weights():
-            return self._step(x)
-
-    def _step(self, x: torch.Tensor) -> torch.Tensor:
         c, n = self.context_frames, x.shape[-1]
         if c == 0:
             return self._new_samples(x)

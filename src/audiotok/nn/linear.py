@@ -94,10 +94,10 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     if rows == 0 or not cpu_float32(x, weight, bias):
         return F.linear(x, weight, bias)
     onednn = gemm_backend() == "onednn"
-    if onednn and 1 < rows <= FEW_ROWS and _PACKING.get():
-        if source is None and isinstance(weight, nn.Parameter):
-            source = weight
-        y = None if source is None else _packed_or_none(x, weight, bias, source)
+    if source is None and isinstance(weight, nn.Parameter):
+        source = weight
+    if onednn and 1 < rows <= FEW_ROWS and source is not None and _PACKING.get():
+        y = _packed_or_none(x, weight, bias, source)
         if y is not None:
             return y
     if rows == 1 or (onednn and rows >= ONEDNN_ROWS):

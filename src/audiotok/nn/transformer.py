@@ -13,6 +13,7 @@ position, which RoPE continues, and per layer a ring of keys and values (KVRing 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from dataclasses import dataclass
 
@@ -224,7 +225,6 @@ class KVRing:
     def __init__(self, window: int, pos: torch.Tensor, t: int, end: torch.Tensor | None):
         self.window = window
         self.size = size = self.size_for(window)
-        self.bias = None  # the mask as 0 / -inf, when few_query_attention runs
         self.in_place = not exporting() and t <= size - (window - 1)  # (no guard when traced)
         device = pos.device
         start = pos[:, 0]  # [B]: the step's first position per row
@@ -241,6 +241,13 @@ class KVRing:
             new_oldest = start + (t if end is None else end) - size
             keep = new_oldest[:, None] + (slots - new_oldest[:, None]) % size
             self.keep = (keep - first[:, None])[:, None, :, None]
+
+    @functools.cached_property
+    def bias(self) -> torch.Tensor:
+        """The in-place step's mask as 0 / -inf (few_query_attention's form), made once a step
+        for every layer."""
+        bias = torch.zeros(self.mask.shape, dtype=torch.float32, device=self.mask.device)
+        return bias.masked_fill_(~self.mask, float("-inf"))
 
     @staticmethod
     def size_for(window: int) -> int:
@@ -265,9 +272,6 @@ class KVRing:
             cache["v"].scatter_(2, index, v)
             k, v = _repeat(cache["k"], repeat), _repeat(cache["v"], repeat)
             if few_queries(q, k, v):
-                if self.bias is None:  # made once a step, for every layer
-                    self.bias = torch.zeros(self.mask.shape, dtype=q.dtype, device=q.device)
-                    self.bias.masked_fill_(~self.mask, float("-inf"))
                 return few_query_attention(q, k, v, self.bias)
             return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
         order = self.order.expand(-1, k.shape[1], -1, k.shape[3])
