@@ -62,6 +62,27 @@ def encode_decode_rounds(impls: dict, repeats: int) -> tuple[dict, dict, dict]:
     return times, memory, codes
 
 
+# the operators that run matrix products, convolutions and recurrences (aten::_convolution's
+# own time is oneDNN's transposed convolution, which has no operator of its own)
+PRODUCTS = ("mkldnn::_linear_pointwise", "aten::mkldnn_convolution", "aten::_convolution",
+            "aten::_slow_conv2d_forward", "aten::bmm", "aten::mm", "aten::addmm",
+            "aten::baddbmm", "aten::_scaled_dot_product_flash_attention_for_cpu",
+            "aten::mkldnn_rnn_layer")
+
+
+def product_ms(fn, calls: int) -> tuple[float, float]:
+    """(ms in the products alone, ms in all operators) a call of fn, from torch.profiler's
+    self times: what the products take with nothing else around them."""
+    from torch.profiler import profile
+
+    with profile() as prof:
+        for _ in range(calls):
+            fn()
+    events = prof.key_averages()
+    products = sum(e.self_cpu_time_total for e in events if e.key in PRODUCTS)
+    return products / 1e3 / calls, sum(e.self_cpu_time_total for e in events) / 1e3 / calls
+
+
 def parser(doc: str):
     """An argument parser with the options every benchmark takes."""
     import argparse

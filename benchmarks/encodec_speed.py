@@ -6,6 +6,10 @@ time of each, the real-time factor and the extra resident memory of the call.
     python benchmarks/encodec_speed.py --threads 2 --durations 10,60 --bandwidth 24
     python benchmarks/encodec_speed.py --variant 32khz --bandwidth 2.2   # MusicGen's
     python benchmarks/encodec_speed.py --variant 48khz --bandwidth 24    # stereo, segments
+    python benchmarks/encodec_speed.py --variant 48khz --durations 10 --floor
+
+--floor also profiles each encode: the time in its convolutions, LSTM and matrix products
+alone against the whole (encode_floors).
 
 The 32 kHz model is the package's modules with facebook/encodec_32khz's arguments
 (tests/models/encodec/reference.py). The 48 kHz model encodes speech on both channels (the
@@ -20,7 +24,7 @@ import json
 import sys
 
 import torch
-from common import ROOT, encode_decode_rounds, parser, report_rounds, speech
+from common import ROOT, encode_decode_rounds, parser, product_ms, report_rounds, speech
 
 sys.path.insert(0, str(ROOT))
 import audiotok  # noqa: E402
@@ -33,6 +37,9 @@ def main() -> None:
     p.add_argument("--durations", default="10,60", help="audio seconds, comma-separated")
     p.add_argument("--bandwidth", type=float, default=24.0)
     p.add_argument("--variant", choices=("24khz", "32khz", "48khz"), default="24khz")
+    p.add_argument("--floor", action="store_true",
+                   help="also time each encoder's convolutions, LSTM and products alone "
+                        "(torch.profiler's self times)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     ref = reference.encodec_model(variant=args.variant)
@@ -70,8 +77,26 @@ def main() -> None:
             times, memory, codes = encode_decode_rounds(impls, args.repeats)
         same = all(torch.equal(codes["audiotok"], c) for c in codes.values())
         report_rounds(rows, times, memory, same, n / rate, seconds)
+        if args.floor:
+            encode_floors(impls, seconds)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
+
+
+def encode_floors(impls: dict, seconds: float) -> None:
+    """Each implementation's encode: the time in its convolutions, LSTM and products alone,
+    and in all operators, profiled (two calls each). The encoder's convolutions and LSTM are
+    the references' own kernels in audiotok too (its codes depend on their rounding), so the
+    faster reference's whole time over audiotok's products is the most any form of the rest
+    could give."""
+    with torch.inference_mode():
+        got = {name: product_ms(enc, 2) for name, (enc, _) in impls.items()}
+    for name, (products, every) in got.items():
+        print(f"{seconds:5.1f} s encode {name:15s} products {products:6.0f} ms of {every:6.0f} ms "
+              "(profiled)")
+    best = min(every for name, (_, every) in got.items() if name != "audiotok")
+    print(f"{seconds:5.1f} s encode: the faster reference's operators over audiotok's products "
+          f"alone: {best / got['audiotok'][0]:.2f}x")
 
 
 def _ours_48(codec, x, rate):

@@ -2,7 +2,7 @@
 a 1-frame push (80 ms of audio) for one stream and per stream at 8 streams, next to the offline
 cost per frame (a 10 s item decoded or encoded whole), interleaved in one run.
 
-    python benchmarks/mimi_steps.py --threads 2 [--profile]
+    python benchmarks/mimi_steps.py --threads 2 [--profile] [--floor]
 
 Random weights (layer scales raised and codebooks filled, as the parity tests do); pushes are
 timed after the attention window is full (250 transformer steps), the state every later push
@@ -16,7 +16,7 @@ import statistics
 import time
 
 import torch
-from common import parser
+from common import parser, product_ms
 
 from audiotok.codec import Codec
 from audiotok.nn.streaming import stream_copy, streaming
@@ -64,11 +64,32 @@ def profile_pushes(model, one: torch.Tensor) -> None:
         max_shapes_column_width=60))
 
 
+def floors(codec, tokens: torch.Tensor, streams: int) -> None:
+    """The decode push's products alone against the 2x and 1.25x targets' budgets."""
+    model, frames = codec.model, tokens.shape[-1]
+    offline, offline_all = product_ms(lambda: codec._decode_causal(tokens), 2)
+    offline, offline_all = offline / frames, offline_all / frames
+    print(f"offline decode per frame: products {offline:.2f} ms of {offline_all:.2f} ms "
+          "(profiled)")
+    for batch, target in ((1, 2.0), (streams, 1.25)):
+        dec, one = stream_copy(model), tokens[..., :1].expand(batch, -1, -1)
+        with streaming(dec):
+            for _ in range(130):
+                dec.decode(one)
+            mine, every = product_ms(lambda d=dec, o=one: d.decode(o), 20)
+        print(f"decode push, {batch} stream(s), per stream: products {mine / batch:.2f} ms of "
+              f"{every / batch:.2f} ms = {mine / batch / offline_all:.2f}x the offline frame "
+              f"(target {target}x: {target * offline_all:.2f} ms for everything)")
+
+
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--streams", type=int, default=8)
     p.add_argument("--profile", action="store_true",
                    help="also profile ten 1-stream decode pushes (torch.profiler, by operator)")
+    p.add_argument("--floor", action="store_true",
+                   help="also time the decode push's matrix products and convolutions alone "
+                        "(torch.profiler's self times), against the targets' budgets")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     codec = random_mimi()
@@ -101,6 +122,8 @@ def main() -> None:
                            per_call(lambda e=enc, x=piece: e.encode(x), 20) / batch)
         if args.profile:
             profile_pushes(model, tokens[..., :1])
+        if args.floor:
+            floors(codec, tokens, args.streams)
     table = {k: statistics.median(v) for k, v in results.items()}
     for k, v in table.items():
         print(f"{k:42s} {v:7.2f} ms")
