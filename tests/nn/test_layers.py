@@ -310,6 +310,34 @@ def test_streamed_transposed_conv_takes_the_transposed_kernel_on_long_pushes(mon
         assert calls == ["polyphase_transposed"]
 
 
+def test_a_stream_steps_transposed_conv_takes_the_transposed_kernel_on_long_pushes(monkeypatch):
+    """The non-causal decoders' stream step (nn/stream_steps.py ConvTranspose, kernel 2 x
+    stride, padded) runs the same choice: oneDNN's transposed kernel from TRANSPOSED_ROWS rows
+    (a long piece of an offline decode in pieces), the polyphase form below; the samples are
+    the offline convolution's, its padding and end included."""
+    from audiotok.nn import conv as conv_mod
+    from audiotok.nn.stream_steps import ConvTranspose
+
+    calls = []
+    for name in ("polyphase_transposed", "conv_transpose1d_padded"):
+        real = getattr(conv_mod, name)
+        monkeypatch.setattr(conv_mod, name,
+                            lambda *a, _real=real, _name=name, **k: calls.append(_name)
+                            or _real(*a, **k))
+    torch.manual_seed(2)
+    conv = conv_mod.ConvTranspose1d(8, 6, 8, stride=4, padding=2)
+    long = conv_mod.TRANSPOSED_ROWS // 2  # two rows of it: exactly the threshold
+    x = torch.randn(2, 8, 5 + long)
+    with torch.no_grad():
+        ref = conv(x)
+        calls.clear()
+        step = ConvTranspose(conv)
+        y = torch.cat([step.push(x[..., :5]), step.push(x[..., 5:]), step.flush()], -1)
+    assert calls[:2] == ["polyphase_transposed", "conv_transpose1d_padded"]
+    assert calls[2:] == ["polyphase_transposed"]  # the end: one frame of zeros
+    torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("cin, cout, kernel, stride, padding, dilation, groups, bias", [
     (6, 6, 7, 1, 3, 1, 6, True), (6, 6, 7, 1, 9, 3, 6, True), (8, 8, 7, 1, 27, 9, 8, False),
     (6, 6, 7, 1, 8, 3, 6, True),  # padding not whole dilations: the plain channels-last form

@@ -114,7 +114,9 @@ class CausalConv1d(StreamingModule):
 # (oneDNN's, channels-last) over context and piece, not as polyphase_transposed's plain one:
 # on a 24 kHz decoder's shapes from 480 rows on (a long input's piece) it took 0.49-0.94x the
 # time in 26 of 28 cases (1.13x and 1.51x in two), up to 19x longer on a push's few rows
-# (benchmarks/streamed_transposed.py)
+# (benchmarks/streamed_transposed.py). The non-causal decoders' stream steps (stream_steps.py)
+# take the same rule: a 24 kHz decode of 10 s in 2 s pieces took 157 against 163 ms, of 60 s 907
+# against 939 ms (the audio within 8e-8)
 TRANSPOSED_ROWS = 512
 
 
@@ -146,23 +148,27 @@ class CausalConvTranspose1d(StreamingModule):
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
         c, n = self.context_frames, x.shape[-1]
         if c == 0:
-            return self._new_samples(x)
+            return transposed_new_samples(x, self.conv, 0)
         state = self._state(x.shape[0], x.device)
         ragged = ragged_of(state)
         end = None if ragged is None else ragged.valid(n) + c
         x = cat_time(state["context"], x)
         state["context"] = keep_last(x, c, end)
-        return self._new_samples(x)
+        return transposed_new_samples(x, self.conv, c)
 
-    def _new_samples(self, x: torch.Tensor) -> torch.Tensor:
-        """The samples of x's frames after the first context_frames (those only reach)."""
-        c, conv = self.context_frames, self.conv
-        rows = x.shape[0] * (x.shape[-1] - c)
-        if rows >= TRANSPOSED_ROWS and conv.groups == 1 and channels_last_fits(x, conv.weight):
-            s = self.stride
-            y = conv_transpose1d_padded(x, conv.weight, conv.bias, s)
-            return y[..., c * s : x.shape[-1] * s]
-        return polyphase_transposed(x, conv, c)
+
+def transposed_new_samples(x: torch.Tensor, conv: nn.ConvTranspose1d, context: int
+                           ) -> torch.Tensor:
+    """The samples of `conv` (a transposed convolution, its padding not applied) over x =
+    `context` frames + n new ones that the new frames start: n x stride samples from the first
+    new frame's. From TRANSPOSED_ROWS rows (batch x new frames) on, on channels-last data,
+    oneDNN's transposed convolution over the whole, cut; else polyphase_transposed."""
+    rows = x.shape[0] * (x.shape[-1] - context)
+    if rows >= TRANSPOSED_ROWS and conv.groups == 1 and channels_last_fits(x, conv.weight):
+        s = conv.stride[0]
+        y = conv_transpose1d_padded(x, conv.weight, conv.bias, s)
+        return y[..., context * s : x.shape[-1] * s]
+    return polyphase_transposed(x, conv, context)
 
 
 def polyphase_transposed(x: torch.Tensor, conv: nn.ConvTranspose1d, context: int

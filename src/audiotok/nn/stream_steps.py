@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from .activations import Snake1d
-from .conv import Conv1d, ConvTranspose1d, cat_time, conv1d_padded, polyphase_transposed
+from .conv import Conv1d, ConvTranspose1d, cat_time, conv1d_padded, transposed_new_samples
 from .snake_blocks import ResidualUnit
 
 
@@ -134,7 +134,7 @@ class ConvTranspose(Step):
     def _run(self, x: torch.Tensor, count: int) -> torch.Tensor:
         """`count` samples of the unpadded output from the previous frame's on, x the input
         frames after it."""
-        y = polyphase_transposed(cat(self.last, x), self.conv, 1)[..., :count]
+        y = transposed_new_samples(cat(self.last, x), self.conv, 1)[..., :count]
         self.last = x[..., -1:]
         drop = min(self.skip, y.shape[-1])
         self.skip -= drop
