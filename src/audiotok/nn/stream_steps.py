@@ -43,7 +43,10 @@ def cat(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
 class Step:
     """One layer of the stream: push(x) -> the output x now determines (None: nothing yet);
     flush() -> the rest at the end of the stream. STATE names its batch-first tensors (stacked
-    and split by rows, see DecoderStream.push_together)."""
+    and split by rows, see DecoderStream.push_together). An output is the caller's to change:
+    no step keeps its output (Residual adds into its branch's output in place, an in-place
+    activation changes the output of the step before it). A Residual keeps its input, so the
+    first step of its branch runs out of place."""
 
     STATE: tuple[str, ...] = ()
     children: tuple[str, ...] = ()
@@ -189,7 +192,8 @@ class Residual(Step):
             return None
         n = y.shape[-1]
         x = self.held[..., :n]
-        out = (x if self.skip is None else self.skip(x)) + y
+        # in place: the branch's output is this step's (Step); the same sum as x + y
+        out = y.add_(x if self.skip is None else self.skip(x))
         self.held = self.held[..., n:]
         return out
 
