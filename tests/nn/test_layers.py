@@ -273,10 +273,9 @@ def test_channels_last_transposed_convs_equal_conv_transpose1d(cin, cout, kernel
         torch.testing.assert_close(z, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_streamed_transposed_conv_takes_the_transposed_kernel_on_long_pushes(monkeypatch):
-    """A push of TRANSPOSED_ROWS frames or more (a long input's piece) runs oneDNN's transposed
-    kernel over context and push, shorter ones the polyphase plain convolution; both give
-    the offline samples, ragged rows included."""
+def _transposed_forms_called(monkeypatch) -> list[str]:
+    """The names of nn/conv.py's two streamed transposed-convolution forms, in the order they
+    are called from now on (the list returned fills as they run)."""
     from audiotok.nn import conv as conv_mod
 
     calls = []
@@ -285,6 +284,16 @@ def test_streamed_transposed_conv_takes_the_transposed_kernel_on_long_pushes(mon
         monkeypatch.setattr(conv_mod, name,
                             lambda *a, _real=real, _name=name, **k: calls.append(_name)
                             or _real(*a, **k))
+    return calls
+
+
+def test_streamed_transposed_conv_takes_the_transposed_kernel_on_long_pushes(monkeypatch):
+    """A push of TRANSPOSED_ROWS frames or more (a long input's piece) runs oneDNN's transposed
+    kernel over context and push, shorter ones the polyphase plain convolution; both give
+    the offline samples, ragged rows included."""
+    from audiotok.nn import conv as conv_mod
+
+    calls = _transposed_forms_called(monkeypatch)
     torch.manual_seed(1)
     conv = CausalConvTranspose1d(8, 6, 8, stride=4)
     long = conv_mod.TRANSPOSED_ROWS // 2  # two rows of it: exactly the threshold
@@ -318,12 +327,7 @@ def test_a_stream_steps_transposed_conv_takes_the_transposed_kernel_on_long_push
     from audiotok.nn import conv as conv_mod
     from audiotok.nn.stream_steps import ConvTranspose
 
-    calls = []
-    for name in ("polyphase_transposed", "conv_transpose1d_padded"):
-        real = getattr(conv_mod, name)
-        monkeypatch.setattr(conv_mod, name,
-                            lambda *a, _real=real, _name=name, **k: calls.append(_name)
-                            or _real(*a, **k))
+    calls = _transposed_forms_called(monkeypatch)
     torch.manual_seed(2)
     conv = conv_mod.ConvTranspose1d(8, 6, 8, stride=4, padding=2)
     long = conv_mod.TRANSPOSED_ROWS // 2  # two rows of it: exactly the threshold
