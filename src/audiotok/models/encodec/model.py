@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...nn.conv import Conv1d, ConvTranspose1d, is_channels_last
+from ...nn.derived import derived
 from ...nn.linear import ONEDNN_ROWS, onednn_product
 from ...nn.tracing import exporting
 from .config import EncodecConfig
@@ -270,9 +271,14 @@ class ResidualVQ(nn.Module):
         """Codes [B, levels, T] of latents x [B, D, T]."""
         b, d, t = x.shape
         residual, codes = x.transpose(1, 2).reshape(b * t, d), []  # [B T, D] throughout
-        for embed in self.embed[:levels]:
+        # each codebook's squared norms, the package's expression, made once per state of the
+        # codebooks (nn/derived.py): 0.43 ms of every call for 32 codebooks, a one-frame
+        # stream push's too
+        norms = derived(self.embed, "squared norms",
+                        lambda e: torch.stack([c.t().pow(2).sum(0) for c in e]))
+        for embed, norm in zip(self.embed[:levels], norms, strict=False):
             dist = _doubled_products(residual, embed).neg_()
-            dist.add_(residual.pow(2).sum(1, keepdim=True)).add_(embed.t().pow(2).sum(0))
+            dist.add_(residual.pow(2).sum(1, keepdim=True)).add_(norm)
             index = dist.min(dim=-1).indices  # dist here: the package's, negated
             residual = residual - F.embedding(index, embed)
             codes.append(index.view(b, t))
