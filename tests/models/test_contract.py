@@ -18,6 +18,7 @@ from audiotok.cli import main
 from audiotok.codec import Codec
 from audiotok.errors import AudiotokError, CheckpointError
 from audiotok.models import registry
+from tests.bounds import ROUNDING
 from tests.conftest import S2_TINY, XCODEC2_TINY
 from tests.models.toy import FAMILY as TOY
 from tests.models.toy.codec import MU
@@ -139,7 +140,7 @@ def test_a_new_family_works_from_its_folder_alone(toy, tmp_path, capsys):
     # streaming (causal) equals offline
     with codec.stream_decoder() as dec:
         pcm = torch.cat([dec.push(codes.tokens[:, :, i: i + 7]) for i in range(0, 251, 7)], -1)
-    torch.testing.assert_close(pcm[..., :1001], audio, rtol=0, atol=1e-6)
+    torch.testing.assert_close(pcm[..., :1001], audio, rtol=0, atol=ROUNDING)
     with codec.stream_encoder() as enc:
         t = [enc.push(torch.from_numpy(x[None, i: i + 50])) for i in range(0, 1001, 50)]
         t.append(enc.flush())
@@ -163,13 +164,13 @@ def test_a_new_family_in_the_engine_and_the_command_line(toy, tmp_path):
         np.testing.assert_array_equal(engine.encode("toy", x).result()[0], want)
         audio = engine.decode("toy", want[None]).result()
         np.testing.assert_allclose(audio, codec.decode(want[None, None])[0, 0].numpy(),
-                                   rtol=0, atol=1e-6)
+                                   rtol=0, atol=ROUNDING)
         with engine.open_decode_stream("toy") as s:
             for i in range(0, want.size, 9):
                 s.push(want[None, i: i + 9])
             s.finish()
             streamed = np.concatenate(list(s))
-        np.testing.assert_allclose(streamed, audio, rtol=0, atol=1e-6)
+        np.testing.assert_allclose(streamed, audio, rtol=0, atol=ROUNDING)
     r = CliRunner().invoke(main, ["info", "--codecs", "--json"])
     assert r.exit_code == 0, r.output
     facts = json.loads(r.output[r.output.index("{"):])["codec mulaw"]

@@ -13,14 +13,16 @@ from tests.conftest import S2_TINY
 MODEL = str(S2_TINY / "codec.pth")
 
 
-def start_server(*args, api_key=None, model=MODEL):
+def start_server(*args, api_key=None, model=MODEL, timeout=300):
+    """Start `audiotok serve` and wait for its "serving ... on" line (printed once it answers
+    requests); `timeout`: a cap for a loaded machine, not a wait."""
     env = dict(os.environ)
     env.pop("AUDIOTOK_API_KEY", None)
     p = subprocess.Popen([sys.executable, "-m", "audiotok", "serve", "-m", model, "--port", "0",
                           "--threads", "1", "--log-level", "warning", *args],
                          stderr=subprocess.PIPE, text=True, env=env)
     lines = []
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = p.stderr.readline()
         if not line:

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
+import urllib.error
+import urllib.request
 from dataclasses import asdict
 
 from .app import ServerSettings
@@ -48,14 +51,21 @@ class Replica:
         return create_app(self.engine, self.settings)
 
 
+# how long the proxy may take to route to the replicas once they run (a cap: the wait ends as
+# soon as the proxy answers)
+PROXY_READY_SECONDS = 600.0
+
+
 def serve_on_ray(named: list[tuple[str, str]], *, device: str, dtype: str,
                  threads: int | None, engine_settings: EngineSettings,
                  server_settings: ServerSettings, host: str, port: int, replicas: int | None,
                  ray_address: str | None, warmup: bool, cuda_graphs: bool = False,
                  ready=None) -> None:
     """Deploy `replicas` replicas (default: one per GPU on CUDA, else 1) behind Ray Serve's
-    proxy on host:port and block until SIGTERM/SIGINT; then shut Serve down. cuda_graphs: see
-    `audiotok serve --cuda-graphs`."""
+    proxy on host:port and block until SIGTERM/SIGINT; then shut Serve down. `ready(port,
+    replicas)` is called once the proxy routes requests to the app (serve.run returns when the
+    replicas run; the proxy learns their routes after that). cuda_graphs: see `audiotok serve
+    --cuda-graphs`."""
     import ray
     from ray import serve
 
@@ -74,6 +84,7 @@ def serve_on_ray(named: list[tuple[str, str]], *, device: str, dtype: str,
     es = asdict(engine_settings)
     serve.run(deployment.bind(named, device, dtype, threads, es, asdict(server_settings),
                               warmup, cuda_graphs), name="audiotok", route_prefix="/")
+    wait_until_routed(host, port, PROXY_READY_SECONDS)
     if ready is not None:
         ready(port, replicas)
     stop = threading.Event()
@@ -87,3 +98,23 @@ def serve_on_ray(named: list[tuple[str, str]], *, device: str, dtype: str,
     done.start()  # on a shared cluster remove only our application, within the drain time
     done.join(server_settings.drain_timeout)
     ray.shutdown()
+
+
+def wait_until_routed(host: str, port: int, timeout: float) -> None:
+    """Return once the proxy on host:port answers the app's /healthz with 200 (before it has
+    the app's routes it answers 404 or 503); RuntimeError after `timeout` seconds."""
+    probe = "127.0.0.1" if host in ("0.0.0.0", "") else "::1" if host == "::" else host
+    if ":" in probe:
+        probe = f"[{probe}]"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://{probe}:{port}/healthz", timeout=10) as r:
+                if r.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass  # not routed yet (an HTTPError is a URLError too)
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"Ray Serve's proxy on port {port} did not route to the app "
+                               f"within {timeout:g} s")
+        time.sleep(0.2)

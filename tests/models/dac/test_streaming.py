@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, example, given, settings
 import audiotok
 from audiotok.server import Engine, EngineSettings
 from audiotok.server.settings import WindowSettings
+from tests.bounds import SAME_MODEL
 from tests.server.schedules import run_decode_schedule
 from tests.server.test_engine import CORNERS, schedules
 
@@ -46,7 +47,7 @@ def test_stream_decoder_equals_offline(dac_codecs, dac_refs, name):
             for sizes in ([1] * frames, [5, 1, 13, 18]):
                 got = streamed(codec, tokens, sizes, window)
                 assert got.shape == whole.shape, (name, window, sizes)
-                assert (got - whole).abs().max() <= 1e-5, (name, window, sizes)
+                assert (got - whole).abs().max() <= SAME_MODEL, (name, window, sizes)
 
 
 def test_stateful_latency_and_shorter_windows(dac_codecs):

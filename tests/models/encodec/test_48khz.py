@@ -1,10 +1,10 @@
 """EnCodec 48 kHz stereo (1 s segments every 47520 samples, each normalised to unit rms and
 encoded alone; decoding scales each segment back and overlap-adds them): codes and scales
-identical to the `encodec` package and, segment by segment, to transformers' EncodecModel, audio
-within 1e-5 of the package's, for short inputs, a short last segment (96500 samples: 150, 150
-and 5 frames), every segment layout; mono input on both channels; a batch equal to its items
-alone; the scales through a .codes file; codes without scales; streams segment by segment
-equal to offline; clear refusals."""
+identical to the `encodec` package and, segment by segment, to transformers' EncodecModel,
+audio within AUDIO_PARITY of the package's, for short inputs, a short last segment (96500
+samples: 150, 150 and 5 frames), every segment layout; mono input on both channels; a batch
+equal to its items alone; the scales through a .codes file; codes without scales; streams
+segment by segment equal to offline; clear refusals."""
 
 import numpy as np
 import pytest
@@ -14,6 +14,7 @@ import audiotok
 from audiotok.errors import AudiotokError, CodesError
 from audiotok.models.encodec import segments
 from audiotok.models.encodec.config import ENCODEC_48KHZ
+from tests.bounds import AUDIO_PARITY, SAME_MODEL
 from tests.models.encodec import reference
 
 LENGTHS = (1, 319, 320, 321, 967, 47520, 47521, 48000, 96500)
@@ -49,7 +50,7 @@ def test_codes_scales_and_audio_equal_the_package(enc48_ref, codec):
         assert codec.num_frames(n) == codes.tokens.shape[-1], n
         audio = codec.decode(codes)
         assert audio.shape == want_audio.shape == (1, 2, n)
-        assert (audio - want_audio).abs().max() <= 1e-5, n
+        assert (audio - want_audio).abs().max() <= AUDIO_PARITY, n
     assert codes.tokens.shape[-1] == 305 and codes.scales.shape == (1, 3)  # 150 + 150 + 5
     assert len(torch.unique(codes.tokens)) > 500  # not degenerate
 
@@ -70,7 +71,7 @@ def test_transformers_gives_the_same_codes_per_segment(enc48_ref, codec):
         assert torch.equal(hf.audio_scales[s].view(-1), codes.scales[:, s])
         start += frames
     assert hf.last_frame_pad_length == 145
-    assert (codec.decode(codes) - hf_audio.audio_values[..., :96500]).abs().max() <= 1e-5
+    assert (codec.decode(codes) - hf_audio.audio_values[..., :96500]).abs().max() <= AUDIO_PARITY
 
 
 def test_every_segment_layout_follows_from_the_frame_count():
@@ -98,12 +99,12 @@ def test_where_the_package_fails_the_overlap_spans_every_segment(enc48_ref, code
     for piece in pieces:
         mix.add(piece)
     want = mix.take(mix.end)[..., :47700]
-    assert (codec.decode(codes) - want).abs().max() <= 1e-5
+    assert (codec.decode(codes) - want).abs().max() <= AUDIO_PARITY
 
 
 def test_segments_decode_in_groups_and_group_norm_in_halves(codec, monkeypatch):
     """decode() runs the LSTMs of up to DECODE_GROUP segments as one batch, a shorter last
-    segment zero-padded at its end: the same audio as each segment alone (within 1e-6), in
+    segment zero-padded at its end: the same audio as each segment alone (within SAME_MODEL), in
     groups of 1, 2 or all; the decoder's GroupNorm of a channels-last row in two halves equals
     nn.GroupNorm's (even and odd lengths, a batch)."""
     from audiotok.models.encodec.model import _group_norm_channels_last
@@ -115,7 +116,7 @@ def test_segments_decode_in_groups_and_group_norm_in_halves(codec, monkeypatch):
         audio[group] = codec.decode(codes)
     assert audio[1].shape == audio[16].shape == (1, 2, 96500)
     for group in (2, 16):
-        assert 0 < (audio[group] - audio[1]).abs().max() <= 1e-6, group
+        assert 0 < (audio[group] - audio[1]).abs().max() <= SAME_MODEL, group
     norm = torch.nn.GroupNorm(1, 32)
     with torch.no_grad():
         norm.weight.uniform_(0.5, 1.5)
@@ -123,7 +124,7 @@ def test_segments_decode_in_groups_and_group_norm_in_halves(codec, monkeypatch):
         for shape in ((1, 4000, 32), (1, 4001, 32), (3, 4000, 32)):
             y = (0.5 * torch.randn(shape) + torch.randn(32)).transpose(1, 2)  # channels-last
             got = _group_norm_channels_last(y, norm)
-            assert (got - norm(y.contiguous())).abs().max() <= 5e-6, shape
+            assert (got - norm(y.contiguous())).abs().max() <= SAME_MODEL, shape
 
 
 def test_bfloat16_decodes_finite_audio(enc48_ref, codec):
@@ -160,7 +161,7 @@ def test_mono_input_a_batch_and_the_scales_in_a_codes_file(enc48_ref, codec, tmp
         assert torch.equal(batch.tokens[i, :, :t], alone.tokens[0])
         torch.testing.assert_close(batch.scales[i, : alone.scales.shape[1]], alone.scales[0],
                                    rtol=1e-6, atol=0)  # (a batched mean rounds its own way)
-        assert (audio[i, :, : item.shape[-1]] - codec.decode(alone)[0]).abs().max() <= 1e-5
+        assert (audio[i, :, : item.shape[-1]] - codec.decode(alone)[0]).abs().max() <= SAME_MODEL
     path = tmp_path / "stereo.codes"
     batch.save(path)
     back = audiotok.Codes.load(path)
@@ -176,7 +177,7 @@ def test_codes_without_scales_and_refusals(enc48_ref, codec):
     with torch.no_grad():  # the package decodes a segment without a scale unscaled
         want = enc48_ref.ref.decode([(f[0], None) for f in frames])
     raw = codec.decode(codes.tokens)
-    assert raw.shape == want.shape and (raw - want).abs().max() <= 1e-5
+    assert raw.shape == want.shape and (raw - want).abs().max() <= AUDIO_PARITY
     short = audiotok.Codes(codes.tokens, codes.lengths, scales=codes.scales[:, :1])
     with pytest.raises(CodesError, match="2 segments; the codes carry 1 segment scales"):
         codec.decode(short)
@@ -221,7 +222,7 @@ def test_the_command_line_writes_stereo(enc48_ref, codec, tmp_path):
     out, rate = sf.read(tmp_path / "out.wav", dtype="float32")
     want = codec.decode(codec.encode(x, 48000))[0].numpy()
     assert rate == 48000 and out.shape == (50000, 2)
-    assert np.abs(out.T - want).max() <= 1 / 32767 + 1e-5  # (16-bit PCM, the default)
+    assert np.abs(out.T - want).max() <= 1 / 32767 + SAME_MODEL  # (16-bit PCM, the default)
     r = run(main, ["encode", str(tmp_path / "in.wav"), "-o", str(tmp_path / "in.npy"), "--model",
                    str(enc48_ref.th)])
     assert r.exit_code != 0 and "carry segment scales; save as .codes" in r.output
@@ -277,7 +278,7 @@ def test_streams_equal_offline_segment_by_segment(codec):
 
 def assert_stream_equal(got: torch.Tensor, want: torch.Tensor, case) -> None:
     assert got.shape == want.shape, case
-    assert (got - want).abs().max() <= 1e-5, case
+    assert (got - want).abs().max() <= SAME_MODEL, case
 
 
 def test_stream_refusals(codec):

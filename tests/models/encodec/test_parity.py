@@ -1,5 +1,5 @@
 """EnCodec 24 kHz parity: codes identical to the `encodec` package and to transformers'
-EncodecModel at every bandwidth, decoded audio within 1e-5 of both, for lengths 1, hop - 1,
+EncodecModel at every bandwidth, decoded audio within AUDIO_PARITY of both, for lengths 1, hop - 1,
 hop, hop + 1, 3 hop + 7, 10 hop + 1 and 1 s, from either checkpoint layout; the codebook and
 bandwidth options (the package's default is all 32 codebooks, transformers' 2); a padded batch
 equal to its items alone; detection, the hub name, and clear refusals."""
@@ -10,6 +10,7 @@ import torch
 
 import audiotok
 from audiotok.errors import AudiotokError
+from tests.bounds import AUDIO_PARITY, ROUNDING
 from tests.models.encodec import reference
 
 LENGTHS = (1, 319, 320, 321, 967, 3201, 24000)
@@ -32,7 +33,7 @@ def test_codes_and_audio_equal_the_encodec_package(enc_ref, layout):
         audio = codec.decode(codes)
         ref_audio = reference.reference_decode(enc_ref.ref, want)[..., :n]
         assert audio.shape == ref_audio.shape
-        assert (audio - ref_audio).abs().max() <= 1e-5
+        assert (audio - ref_audio).abs().max() <= AUDIO_PARITY
     assert len(torch.unique(want)) > 200  # the codes are not degenerate
 
 
@@ -52,7 +53,7 @@ def test_every_bandwidth_equals_both_references(enc_ref):
             hf = enc_ref.hf.encode(x, bandwidth=bandwidth)
             hf_audio = enc_ref.hf.decode(hf.audio_codes, hf.audio_scales).audio_values
         assert torch.equal(hf.audio_codes[0], want)
-        assert (codec.decode(codes) - hf_audio[..., :5000]).abs().max() <= 1e-5
+        assert (codec.decode(codes) - hf_audio[..., :5000]).abs().max() <= AUDIO_PARITY
     assert torch.equal(audiotok.load(enc_ref.hf_dir, codebooks=2).encode(x[0], 24000).tokens,
                        hf_default)
 
@@ -71,7 +72,7 @@ def test_a_padded_batch_equals_its_items_alone(enc_ref):
         assert torch.equal(batch.tokens[i, :, :t], alone.tokens[0])
         assert torch.equal(alone.tokens, reference.reference_codes(enc_ref.ref, item[None, None]))
         one = codec.decode(alone)
-        assert (audio[i, :, : one.shape[-1]] - one[0]).abs().max() <= 1e-6
+        assert (audio[i, :, : one.shape[-1]] - one[0]).abs().max() <= ROUNDING
     padded = torch.zeros(1, 1, 4000)
     padded[..., :2345] = items[2]
     assert not torch.equal(reference.reference_codes(enc_ref.ref, padded)[..., :8],
@@ -96,7 +97,7 @@ def test_options_and_refusals(enc_ref, tmp_path):
         got = codec.decode(tokens[:, :k])
         want = reference.reference_decode(enc_ref.ref, tokens[:, :k])
         assert got.shape == want.shape == (1, 1, 3200)  # raw tokens: whole frames
-        assert (got - want).abs().max() <= 1e-5
+        assert (got - want).abs().max() <= AUDIO_PARITY
 
 
 def test_the_name_resolves_through_the_hub_cache(enc_ref, tmp_path):
@@ -132,8 +133,8 @@ def test_bfloat16_runs_every_path(enc_ref):
 
 def test_long_codes_decode_in_pieces(enc_ref, monkeypatch):
     """Codes of two pieces or more decode through the stateful stream, a piece a push (here
-    0.5 s pieces, 38 frames): the package's audio within 1e-5 and one pass's within 1e-6, for
-    a batch of two lengths too (each length its own stream)."""
+    0.5 s pieces, 38 frames): the package's audio within AUDIO_PARITY and one pass's within
+    ROUNDING, for a batch of two lengths too (each length its own stream)."""
     codec = audiotok.load(enc_ref.th)
     monkeypatch.setattr(codec, "DECODE_PIECE_SECONDS", 0.5)
     items = [noise(n, 20 + n % 7)[0] for n in (48000 + 77, 30000)]
@@ -143,10 +144,10 @@ def test_long_codes_decode_in_pieces(enc_ref, monkeypatch):
         tokens = codes.tokens[i : i + 1, :, : codes.lengths[i]]
         want = reference.reference_decode(enc_ref.ref, tokens)[..., : item.shape[-1]]
         got = audio[i : i + 1, :, : item.shape[-1]]
-        assert (got - want).abs().max() <= 1e-5, i
+        assert (got - want).abs().max() <= AUDIO_PARITY, i
         with torch.inference_mode():
             one_pass = codec.model.decode(tokens)[..., : item.shape[-1]]
-        assert 0 < (got - one_pass).abs().max() <= 1e-6, i  # (0: the pieces were not used)
+        assert 0 < (got - one_pass).abs().max() <= ROUNDING, i  # (0: the pieces were not used)
 
 
 def test_long_audio_encodes_in_pieces(enc_ref, monkeypatch):
@@ -173,7 +174,7 @@ def test_long_audio_encodes_in_pieces(enc_ref, monkeypatch):
     with torch.inference_mode():
         for n in (98659, 598016):
             x = 0.2 * torch.randn(1, 1, n, generator=g)
-            assert (real(codec.model, x, 48000) - codec.model.encoder(x)).abs().max() <= 1e-6
+            assert (real(codec.model, x, 48000) - codec.model.encoder(x)).abs().max() <= ROUNDING
     codec.encode_piece_seconds = None  # one pass
     assert torch.equal(codec.encode(items, 24000).tokens, codes.tokens)
     assert len(used) == 2

@@ -3,7 +3,7 @@ stateful encoder stream, audio in ragged binary pushes) returns exactly the offl
 decode stream exactly the offline decode; MusicGen's 32 kHz model decodes over HTTP as the
 library does, and its encode stream (not causal) is refused with a clear message. The 48 kHz
 stereo model (segments, each with its scale) streams both ways through the engine under random
-schedules, equal to the library (tokens and scales bit for bit, audio within 1e-5), and over
+schedules, equal to the library (tokens and scales bit for bit, audio within SAME_MODEL), and over
 HTTP and the WebSocket with its scales."""
 
 import dataclasses
@@ -17,6 +17,7 @@ from audiotok.errors import AudioError, CodesError
 
 pytest.importorskip("fastapi")
 from audiotok.server.protocol import tokens_from_binary, tokens_to_binary  # noqa: E402
+from tests.bounds import SAME_MODEL
 from tests.helpers import served_client, ws_stream_decode  # noqa: E402
 
 
@@ -59,7 +60,7 @@ def test_websocket_decode_stream_equals_the_offline_decode(served):
     ready, got, done = ws_stream_decode(client, "encodec", tokens, (3, 1, 8, 7))
     assert ready["decode"] == "stateful" and done["samples"] == want.size
     assert ready["channels"] == 1 and "segment_scales" not in ready
-    assert got.shape == want.shape and np.abs(got - want).max() <= 1e-5
+    assert got.shape == want.shape and np.abs(got - want).max() <= SAME_MODEL
     with client.websocket_connect("/v1/stream/decode") as ws:  # no scales for these codes
         ws.send_json({"type": "start", "model": "encodec"})
         ws.receive_json()
@@ -77,7 +78,7 @@ def test_musicgen_codec_over_http_and_its_encode_stream_refused(served):
     assert r.status_code == 200, r.text
     want = codec.decode(torch.from_numpy(tokens))[0, 0].numpy()
     pcm = np.frombuffer(r.content, "<f4")
-    assert pcm.shape == want.shape == (11 * 640,) and np.abs(pcm - want).max() <= 1e-5
+    assert pcm.shape == want.shape == (11 * 640,) and np.abs(pcm - want).max() <= SAME_MODEL
     with client.websocket_connect("/v1/stream/encode") as ws:
         ws.send_json({"type": "start", "model": "musicgen"})
         doc = ws.receive_json()
@@ -106,7 +107,7 @@ def offline48(codec, audio: np.ndarray):
 def test_48khz_engine_streams_equal_offline_under_random_schedules(codec48):
     """Encode streams (stereo and mono input, ragged pushes, several streams a step) give the
     offline tokens and scales; decode streams given tokens and scales in random pieces and
-    orders give the offline audio (within 1e-5: the library's decode runs its segments' LSTMs
+    orders give the offline audio (within SAME_MODEL: the library's decode runs its segments' LSTMs
     as one batch, the engine each segment alone; measured 1e-6); offline requests too."""
     from audiotok.server import Engine, EngineSettings, ScaledTokens
 
@@ -151,7 +152,7 @@ def test_48khz_engine_streams_equal_offline_under_random_schedules(codec48):
         np.testing.assert_array_equal(np.concatenate(tokens[i], 1), t)
         np.testing.assert_array_equal(enc[i].scales(), sc)
         got = np.concatenate(audio_out[i], -1)
-        assert got.shape == full.shape and np.abs(got - full).max() <= 1e-5, i
+        assert got.shape == full.shape and np.abs(got - full).max() <= SAME_MODEL, i
     futures = [engine.encode("e", audio[2]), engine.decode("e", want[2][0], scales=want[2][1])]
     while not all(f.done() for f in futures):
         engine.step()
@@ -159,7 +160,7 @@ def test_48khz_engine_streams_equal_offline_under_random_schedules(codec48):
     assert isinstance(encoded, ScaledTokens)
     np.testing.assert_array_equal(encoded.tokens, want[2][0])
     np.testing.assert_array_equal(encoded.scales, want[2][1])
-    assert decoded.shape == want[2][2].shape and np.abs(decoded - want[2][2]).max() <= 1e-5
+    assert decoded.shape == want[2][2].shape and np.abs(decoded - want[2][2]).max() <= SAME_MODEL
     with pytest.raises(CodesError, match="305 frames are 3 segments; got 2 scales"):
         engine.decode("e", want[2][0], scales=want[2][1][:2])
     with pytest.raises(AudioError, match=r"must be \[2, n\]"):
@@ -200,7 +201,7 @@ def test_48khz_bfloat16_engine_encode_stream_equals_the_offline_encode(enc48_ref
 def test_48khz_over_http_and_websocket(codec48):
     """Offline encode (interleaved stereo PCM) and decode (with the scales, in JSON and in a
     .codes archive) over HTTP; encode and decode streams over the WebSocket, the scales as
-    their own messages: all equal the library (the audio within 1e-5)."""
+    their own messages: all equal the library (the audio within SAME_MODEL)."""
     from audiotok.codes import load_codes_bytes
 
     x = stereo(60000, 5)
@@ -227,7 +228,7 @@ def test_48khz_over_http_and_websocket(codec48):
         assert r.status_code == 200, r.text
         assert r.headers["X-Channels"] == "2"
         got = np.frombuffer(r.content, "<f4").reshape(-1, 2).T  # (segment by segment, as
-        assert got.shape == full.shape and np.abs(got - full).max() <= 1e-5  # streams)
+        assert got.shape == full.shape and np.abs(got - full).max() <= SAME_MODEL  # streams)
         r = client.post("/v1/decode?format=wav", content=r_codes(client, pcm))
         assert r.status_code == 200, r.text
         wav = read_wav(r.content)
@@ -287,7 +288,7 @@ def test_48khz_over_http_and_websocket(codec48):
                 out.append(np.frombuffer(msg["bytes"], "<f4"))
             assert json.loads(msg["text"])["type"] == "done"
         got = np.concatenate(out).reshape(-1, 2).T
-        assert got.shape == full.shape and np.abs(got - full).max() <= 1e-5
+        assert got.shape == full.shape and np.abs(got - full).max() <= SAME_MODEL
 
 
 def r_codes(client, pcm: bytes) -> bytes:

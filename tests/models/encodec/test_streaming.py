@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 import audiotok
 from audiotok.models.encodec.config import EncodecConfig
 from audiotok.server import Engine, EngineSettings
+from tests.bounds import SAME_MODEL
 from tests.models.encodec import reference
 from tests.server.schedules import run_decode_schedule, run_encode_streams
 from tests.server.test_engine import CORNERS, schedules
@@ -53,7 +54,7 @@ def check_streams(codec, cases, seed: int) -> dict:
         for sizes in plans:
             got, firsts[frames, tuple(sizes)] = streamed(codec, tokens, sizes)
             assert got.shape == whole.shape, (frames, sizes)
-            assert (got - whole).abs().max() <= 1e-5, (frames, sizes)
+            assert (got - whole).abs().max() <= SAME_MODEL, (frames, sizes)
     return firsts
 
 

@@ -8,6 +8,7 @@ import torch
 
 pytest.importorskip("fastapi")
 
+from tests.bounds import SAME_MODEL
 from tests.helpers import served_client, ws_stream_decode  # noqa: E402
 
 
@@ -31,7 +32,7 @@ def test_streams_and_http(served):
     want = codecs["qwen"].decode(torch.from_numpy(tokens))[0, 0].numpy()
     _, got, done = ws_stream_decode(client, "qwen", tokens, (1, 7, 15))
     assert done["samples"] == want.size == 23 * 1920
-    assert np.abs(got - want).max() <= 1e-5
+    assert np.abs(got - want).max() <= SAME_MODEL
     audio = (0.2 * np.random.default_rng(9).standard_normal(24001)).astype(np.float32)
     r = client.post("/v1/encode?model=qwen&pcm=f32le&sample_rate=24000&format=json",
                     content=audio.astype("<f4").tobytes())

@@ -23,7 +23,8 @@ def test_features_match_original_extractor(xc_golden, case):
     audio = padded(xc_golden[f"{case}_waveform"])
     feats, mask = semantic_features(audio[None], torch.tensor([audio.numel()]), 320, 16000)
     assert feats.shape == xc_golden[f"{case}_features"].shape and bool(mask.all())
-    assert np.abs(feats.numpy() - xc_golden[f"{case}_features"]).max() <= 1e-5
+    want = xc_golden[f"{case}_features"]  # (log-mel features, up to about 10: a relative bound)
+    assert np.abs(feats.numpy() - want).max() <= 1e-5 * np.abs(want).max()
 
 
 @pytest.mark.parametrize("case", XCODEC2_CASES)
@@ -110,7 +111,8 @@ def test_layouts_and_spellings_load_to_the_same_tensors():
     for k in hf:
         assert torch.equal(orig[k], param[k]), k
         if k.startswith("acoustic_encoder.") and k.endswith(".weight"):
-            assert (orig[k] - hf[k]).abs().max() <= 6e-8, k  # weight-norm fold rounding
+            # weight-norm fold rounding: a few ulps of each value, whatever the CPU's norm
+            assert torch.allclose(orig[k], hf[k], rtol=1e-6, atol=1e-9), k
         else:
             assert torch.equal(orig[k], hf[k]), k
 
