@@ -1,4 +1,4 @@
-"""The two rules for float32 CPU matrix products (nn/linear.py) side by side: one codec's
+"""The two rules for float32 CPU matrix products (nn/kernels) side by side: one codec's
 encode and decode under AUDIOTOK_CPU_GEMM=mkl and =onednn, interleaved round by round in one
 process; medians, their ratio, and whether the codes and the audio agree across the rules.
 
@@ -19,14 +19,14 @@ import torch
 from common import parser, speech
 
 import audiotok
-from audiotok.nn import linear
+from audiotok.nn.kernels import ruleset
 
 RULES = ("mkl", "onednn")
 
 
 def use(rule: str) -> None:
     os.environ["AUDIOTOK_CPU_GEMM"] = rule
-    linear.gemm_backend.cache_clear()
+    ruleset.reset()
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
     p.set_defaults(repeats=5)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    default = linear.gemm_backend()
+    default = ruleset.rules().products
     codec = audiotok.load(args.model)
     rate = codec.sample_rate
     x = torch.from_numpy(speech(args.seconds, rate))[None].float()

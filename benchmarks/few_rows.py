@@ -1,4 +1,4 @@
-"""Few-row matrix products on the CPU: the forms `nn/linear.py` chooses between, at the shapes of
+"""Few-row matrix products on the CPU: the forms `nn/kernels` chooses between, at the shapes of
 a full-size S2 streaming push (float32).
 
     python benchmarks/few_rows.py --threads 2
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from common import median_time, parser
 
-from audiotok.nn.linear import _onednn_linear
+from audiotok.nn.kernels.products import onednn_linear as _onednn_linear
 
 # (out, in): transformer qkv / w1 / w3, w2, ConvNeXt pwconv1, pwconv2, the decoder's first conv
 # (1024 -> 1536, kernel 7) and polyphase transposed convs as products over stacked taps
@@ -49,7 +49,7 @@ def forms(weights: list[torch.Tensor], x: torch.Tensor) -> dict:
 
 def prepacked_forms(weights: list[torch.Tensor], x: torch.Tensor) -> dict:
     """Products on a copy of each weight packed for this row count (packing not timed): MKL's
-    packed GEMM and oneDNN's linear on its blocked layout (the form nn/linear.py's
+    packed GEMM and oneDNN's linear on its blocked layout (the form nn/kernels'
     packed_weights() uses under the oneDNN rule)."""
     rows, out = x.shape[0], {}
     try:

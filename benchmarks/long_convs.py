@@ -1,5 +1,5 @@
 """Convolutions over long activations (offline codec passes), float32 on the CPU: torch's conv1d
-on channels-first data against the channels-last forms nn/conv.py uses (conv2d on [B, C, 1, T]
+on channels-first data against the channels-last forms nn/kernels uses (conv2d on [B, C, 1, T]
 in channels_last memory, and taps @ weight^T for one input channel), on the shapes of Mimi's
 SEANet for 10 s of 24 kHz audio. Medians of --repeats calls, interleaved; the largest output
 difference is printed beside each ratio.

@@ -1,4 +1,4 @@
-"""Streaming pushes with and without packed weights (nn/linear.py's packed_weights(), which a
+"""Streaming pushes with and without packed weights (nn/kernels' packed_weights(), which a
 streaming step enters under the oneDNN rule): the time of a 1-frame decode push per stream, at 1
 and at --streams streams, the two interleaved in one process, and the largest difference
 between their audio.
@@ -20,7 +20,8 @@ from common import parser
 from mimi_steps import per_call, random_mimi
 
 import audiotok
-from audiotok.nn import linear as L
+from audiotok.nn.kernels import onednn_rule, use_rules
+from audiotok.nn.kernels.products import _ONEDNN
 
 
 def main() -> None:
@@ -32,7 +33,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     codec = random_mimi() if args.model is None else audiotok.load(args.model)
-    if L.gemm_backend() != "onednn" or not L._ONEDNN["packed"]:
+    if not onednn_rule() or not _ONEDNN["packed"]:
         raise SystemExit("packed weights apply under the oneDNN rule only "
                          "(AUDIOTOK_CPU_GEMM=onednn)")
     torch.manual_seed(0)
@@ -42,9 +43,8 @@ def main() -> None:
     audio = {}
     for _ in range(args.repeats):
         for packed in (False, True):
-            L._ONEDNN["packed"] = packed
             for batch in (1, args.streams):
-                with codec.stream_decoder(batch) as dec:
+                with use_rules(packed=packed), codec.stream_decoder(batch) as dec:
                     pcm = [dec.push(frames[..., i : i + 1].expand(batch, -1, -1))
                            for i in range(args.warm)]
                     one = frames[..., -1:].expand(batch, -1, -1)
@@ -52,7 +52,6 @@ def main() -> None:
                 audio[packed, batch] = torch.cat(pcm, -1)
                 name = f"{'packed' if packed else 'dense'}, {batch} stream(s)"
                 results.setdefault(name, []).append(seconds * 1e3)
-    L._ONEDNN["packed"] = True
     table = {k: statistics.median(v) for k, v in results.items()}
     for k, v in table.items():
         print(f"decode push per stream, {k:22s} {v:7.2f} ms  (runs: "

@@ -1,4 +1,4 @@
-"""Short convolutions on the CPU: the forms `nn/conv.py`'s short_conv1d chooses between, at the
+"""Short convolutions on the CPU: the forms `nn/kernels`' short_conv1d chooses between, at the
 shapes of a full-size S2 decoder's 1-frame push (float32).
 
     python benchmarks/short_convs.py --threads 2
@@ -26,8 +26,7 @@ import torch
 import torch.nn.functional as F
 from common import parser
 
-from audiotok.nn import conv
-from audiotok.nn.conv import short_conv1d
+from audiotok.nn.kernels import rules, short_conv1d, use_rules
 
 # (name, in, out, kernel, dilation, output steps of one stream's 1-frame push)
 SHAPES = [
@@ -44,16 +43,25 @@ SHAPES = [
 
 
 UNBOUNDED = 10**9
-# short_conv1d's row thresholds (TAPS_ROWS, WIDE_CONV_STEPS) that force one form: taps as the
+# short_conv1d's row thresholds (taps_rows, short_conv_rows) that force one form: taps as the
 # product's rows (linear's few-row forms) or as its columns, at every row count
 FEW_ROW_FORM = (UNBOUNDED, UNBOUNDED)
 ROW_MAJOR_FORM = (1, UNBOUNDED)
-BEFORE = (UNBOUNDED, conv.SHORT_CONV_STEPS)  # few-row form up to 64 rows, conv1d beyond
-NOW = (conv.TAPS_ROWS, conv.WIDE_CONV_STEPS)
+BEFORE = (UNBOUNDED, 64)  # few-row form up to 64 rows, conv1d beyond
+NOW = (rules().taps_rows, rules().short_conv_rows)
+
+
+_FORMS: list = []
 
 
 def set_form(thresholds: tuple[int, int]) -> None:
-    conv.TAPS_ROWS, conv.WIDE_CONV_STEPS = thresholds
+    """Force short_conv1d's (taps_rows, short_conv_rows) from now on."""
+    while _FORMS:
+        _FORMS.pop().__exit__(None, None, None)
+    if thresholds != NOW:
+        form = use_rules(taps_rows=thresholds[0], short_conv_rows=thresholds[1])
+        form.__enter__()
+        _FORMS.append(form)
 
 
 def in_form(thresholds: tuple[int, int], x: torch.Tensor, w: torch.Tensor, d: int

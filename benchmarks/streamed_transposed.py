@@ -1,4 +1,4 @@
-"""Transposed convolutions in a streamed piece (nn/conv.py's CausalConvTranspose1d), float32 on
+"""Transposed convolutions in a streamed piece (nn/kernels' forms), float32 on
 the CPU: oneDNN's transposed kernel over context + piece (new samples sliced out) against the
 polyphase plain convolution (polyphase_transposed), on the shapes of Mimi's SEANet decoder, for
 batch x frames from a push's 2 to a long input's piece; then a full-size Mimi offline decode
@@ -18,8 +18,14 @@ import torch
 from common import parser
 from mimi_steps import random_mimi
 
-from audiotok.nn import conv as conv_mod
-from audiotok.nn.conv import cat_time, channels_last, conv_transpose1d_padded, polyphase_transposed
+from audiotok.nn.kernels import (
+    cat_time,
+    channels_last,
+    conv_transpose1d_padded,
+    polyphase_transposed,
+    rules,
+    use_rules,
+)
 
 # (in, out, kernel, stride): Mimi's SEANet decoder
 SHAPES = [(1024, 512, 16, 8), (512, 256, 12, 6), (256, 128, 10, 5), (128, 64, 8, 4)]
@@ -59,18 +65,17 @@ def kernels(repeats: int) -> list[dict]:
 
 def decodes(seconds: list[float], repeats: int) -> dict:
     codec = random_mimi()
-    threshold, out = conv_mod.TRANSPOSED_ROWS, {}
+    threshold, out = rules().transposed_rows, {}
     for secs in seconds:
         tokens = torch.randint(0, 2048, (1, 32, round(secs * codec.frame_rate)))
         times: dict[str, list[float]] = {"threshold": [], "polyphase always": []}
         audio = {}
         for _ in range(repeats):
             for name, rows in (("threshold", threshold), ("polyphase always", 1 << 62)):
-                conv_mod.TRANSPOSED_ROWS = rows
-                t = time.perf_counter()
-                audio[name] = codec.decode(tokens)
-                times[name].append(time.perf_counter() - t)
-        conv_mod.TRANSPOSED_ROWS = threshold
+                with use_rules(transposed_rows=rows):
+                    t = time.perf_counter()
+                    audio[name] = codec.decode(tokens)
+                    times[name].append(time.perf_counter() - t)
         med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
         diff = (audio["threshold"] - audio["polyphase always"]).abs().max().item()
         out[f"{secs:g} s"] = {**med, "max_diff": diff}

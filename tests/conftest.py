@@ -10,6 +10,9 @@ import torch
 THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 torch.set_num_threads(THREADS)
 os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
+# The kernel rules of this CPU's class (nn/kernels/rules.py), not a calibration file a
+# developer may have saved: the suite's results must not depend on it (set it to test one).
+os.environ.setdefault("AUDIOTOK_KERNELS", "default")
 
 # Files that take longest start first, slowest first (xdist hands out whole files in this
 # order: --dist loadfile --no-loadscope-reorder), so the workers finish together; the rest

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import soundfile as sf
+import torch
 from click.testing import CliRunner
 
 from audiotok.cli import main
@@ -213,15 +214,43 @@ def test_bench(tmp_path):
     assert bad.exit_code != 0 and "unknown dtype" in bad.output
 
 
-def test_a_wrong_product_rule_is_refused_at_once(monkeypatch):
-    """AUDIOTOK_CPU_GEMM (nn/linear.py) other than onednn or mkl: a usage error, before any
-    model loads; either value runs."""
+def test_a_wrong_product_rule_is_refused_at_once(monkeypatch, tmp_path):
+    """AUDIOTOK_CPU_GEMM (nn/kernels) other than onednn or mkl, AUDIOTOK_KERNELS naming no
+    file: usage errors, before any model loads; right values run."""
     monkeypatch.setenv("AUDIOTOK_CPU_GEMM", "openblas")
     r = run("info", "--model", MODEL)
     assert r.exit_code == 2 and "AUDIOTOK_CPU_GEMM must be onednn or mkl, got 'openblas'" in \
         r.output
     monkeypatch.setenv("AUDIOTOK_CPU_GEMM", "MKL")
     assert run("info", "--codecs").exit_code == 0
+    monkeypatch.setenv("AUDIOTOK_KERNELS", str(tmp_path / "missing.json"))
+    r = run("info", "--codecs")
+    assert r.exit_code == 2 and "AUDIOTOK_KERNELS must be 'default' or a kernel rules file" in \
+        r.output
+
+
+def test_bench_kernels_measures_and_keeps_the_rules(monkeypatch, tmp_path):
+    """`bench --kernels` prints the measured rules beside this CPU's defaults, `--json` writes
+    them (with their timings) for AUDIOTOK_KERNELS, `--save` keeps them for this machine;
+    `--save` alone is refused."""
+    from audiotok.nn.kernels import calibrate, ruleset
+
+    measured = ruleset.Rules("mkl", packed=False, short_conv_rows=32, source="calibrated")
+    monkeypatch.setattr(calibrate, "calibrate",
+                        lambda log=None: (log("products: oneDNN / MKL 1.50 -> mkl") or measured,
+                                          {"cpu": "test"}))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    threads = torch.get_num_threads()  # (the command sets it in this process)
+    r = run("bench", "--kernels", "--threads", threads, "--json", tmp_path / "rules.json",
+            "--save")
+    assert r.exit_code == 0, r.output
+    assert "products: oneDNN / MKL 1.50 -> mkl" in r.output
+    assert "short_conv_rows          32" in r.output and "(default " in r.output
+    assert ruleset.read_rules(tmp_path / "rules.json").short_conv_rows == 32
+    saved = ruleset.calibration_file(threads=threads)
+    assert saved.is_file() and f"saved: {saved}" in r.output
+    r = run("bench", "--save")
+    assert r.exit_code == 2 and "--save goes with --kernels" in r.output
 
 
 def test_the_command_turns_on_huge_pages_before_torch_loads():

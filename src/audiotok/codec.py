@@ -24,7 +24,7 @@ from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
 from .models.family import licence_notice
 from .nn.cuda_graphs import GraphCache
-from .nn.linear import packed_weights
+from .nn.kernels import packed_weights
 from .nn.precision import set_precision
 from .nn.streaming import StreamCopies
 from .tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks

@@ -1,21 +1,18 @@
-"""nn/attention.py: the chunked oneDNN form of full attention gives the fused kernel's result,
-with and without a key mask, across query chunks; elsewhere the kernel itself runs."""
+"""nn/kernels/attention.py: the chunked oneDNN form of full attention gives the fused kernel's
+result, with and without a key mask, across query chunks; elsewhere the kernel itself runs."""
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from audiotok.nn import attention as A
-from audiotok.nn import linear as L
+from audiotok.nn.kernels import attention as A
+from audiotok.nn.kernels.ruleset import rules, use_rules
 
 
 @pytest.fixture
-def onednn(monkeypatch):
-    monkeypatch.setenv("AUDIOTOK_CPU_GEMM", "onednn")
-    L.gemm_backend.cache_clear()
-    yield
-    monkeypatch.undo()
-    L.gemm_backend.cache_clear()
+def onednn():
+    with use_rules(products="onednn"):
+        yield
 
 
 @pytest.mark.parametrize("batch,t,masked", [(1, 700, False), (2, 1100, True), (3, 256, True)])
@@ -35,8 +32,8 @@ def test_chunked_attention_equals_the_kernel(onednn, monkeypatch, batch, t, mask
 
 def test_the_kernel_runs_on_short_inputs_under_autograd_and_under_mkl(onednn, monkeypatch):
     torch.manual_seed(1)
-    short = [torch.randn(1, 2, A.LONG_KEYS - 1, 8) for _ in range(3)]
-    long = [torch.randn(1, 2, A.LONG_KEYS, 8, requires_grad=True) for _ in range(3)]
+    short = [torch.randn(1, 2, rules().long_keys - 1, 8) for _ in range(3)]
+    long = [torch.randn(1, 2, rules().long_keys, 8, requires_grad=True) for _ in range(3)]
     calls = []
     kernel = F.scaled_dot_product_attention
     monkeypatch.setattr(A.F, "scaled_dot_product_attention",
@@ -44,9 +41,8 @@ def test_the_kernel_runs_on_short_inputs_under_autograd_and_under_mkl(onednn, mo
     A.full_attention(*short)
     A.full_attention(*long).sum().backward()  # and gradients flow
     assert long[0].grad is not None
-    monkeypatch.setenv("AUDIOTOK_CPU_GEMM", "mkl")
-    L.gemm_backend.cache_clear()
-    A.full_attention(*(x.detach() for x in long))
+    with use_rules(products="mkl"):
+        A.full_attention(*(x.detach() for x in long))
     assert len(calls) == 3
 
 
@@ -76,11 +72,9 @@ def test_a_streaming_steps_attention_as_two_products(onednn, monkeypatch):
     with torch.no_grad():
         want = model(x)
         for rule in ("onednn", "mkl"):
-            monkeypatch.setenv("AUDIOTOK_CPU_GEMM", rule)
-            L.gemm_backend.cache_clear()
             for batch in (1, 2):
                 calls.clear()
-                with streaming(model):
+                with use_rules(products=rule), streaming(model):
                     got = torch.cat([model(x[:batch, :, i : i + 1]) for i in range(20)], -1)
                 torch.testing.assert_close(got, want[:batch], rtol=0, atol=1e-5)
                 assert calls == ([batch] * 40 if rule == "onednn" and batch == 2 else []), \

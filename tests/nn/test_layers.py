@@ -145,8 +145,9 @@ def test_kv_ring_streams_ragged_rows_exactly_and_a_repeated_step_is_the_same():
 def test_depthwise_transposed_push_as_multiply_adds(kernel, stride, monkeypatch):
     """A depthwise transposed convolution's few-row pushes (multiply-adds over the taps) give
     the offline samples, channels-last input or not, one frame or several per push; above
-    DEPTHWISE_ROWS the grouped convolution runs, within rounding of the same."""
-    from audiotok.nn import conv as C
+    depthwise_rows the grouped convolution runs, within rounding of the same."""
+    from audiotok.nn.kernels import convs as C
+    from audiotok.nn.kernels.ruleset import use_rules
 
     torch.manual_seed(0)
     up = CausalConvTranspose1d(6, 6, kernel, stride=stride, groups=6, bias=False)
@@ -162,8 +163,7 @@ def test_depthwise_transposed_push_as_multiply_adds(kernel, stride, monkeypatch)
                 got = torch.cat([up(xs[..., i : i + n]) for i, n in ((0, 1), (1, 3), (4, 6))], -1)
             torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
         assert len(taps) == 6
-        monkeypatch.setattr(C, "DEPTHWISE_ROWS", 0)
-        with streaming(up):
+        with use_rules(depthwise_rows=0), streaming(up):
             torch.testing.assert_close(torch.cat([up(x[..., :4]), up(x[..., 4:])], -1), want,
                                        atol=1e-6, rtol=0)
         assert len(taps) == 6
@@ -229,7 +229,7 @@ def test_channels_last_convs_equal_conv1d(cin, cout, kernel, stride, dilation, g
     """The float32 CPU forms (channels-last conv2d, taps @ weight for one input channel) give
     conv1d's result on either input layout, batch 1 or 3, ragged lengths; their output is
     channels-last, and streamed pieces in that layout give the same."""
-    from audiotok.nn.conv import is_channels_last
+    from audiotok.nn.kernels import is_channels_last
     from audiotok.nn.streaming import streaming
 
     torch.manual_seed(0)
@@ -252,7 +252,7 @@ def test_channels_last_convs_equal_conv1d(cin, cout, kernel, stride, dilation, g
 @pytest.mark.parametrize("cin, cout, kernel, stride, groups", [
     (6, 4, 8, 4, 1), (4, 4, 4, 2, 4), (6, 3, 5, 5, 1)])
 def test_channels_last_transposed_convs_equal_conv_transpose1d(cin, cout, kernel, stride, groups):
-    from audiotok.nn.conv import is_channels_last
+    from audiotok.nn.kernels import is_channels_last
     from audiotok.nn.streaming import streaming
 
     torch.manual_seed(0)
@@ -274,9 +274,9 @@ def test_channels_last_transposed_convs_equal_conv_transpose1d(cin, cout, kernel
 
 
 def _transposed_forms_called(monkeypatch) -> list[str]:
-    """The names of nn/conv.py's two streamed transposed-convolution forms, in the order they
+    """The names of nn/kernels' two streamed transposed-convolution forms, in the order they
     are called from now on (the list returned fills as they run)."""
-    from audiotok.nn import conv as conv_mod
+    from audiotok.nn.kernels import convs as conv_mod
 
     calls = []
     for name in ("polyphase_transposed", "conv_transpose1d_padded"):
@@ -288,15 +288,15 @@ def _transposed_forms_called(monkeypatch) -> list[str]:
 
 
 def test_streamed_transposed_conv_takes_the_transposed_kernel_on_long_pushes(monkeypatch):
-    """A push of TRANSPOSED_ROWS frames or more (a long input's piece) runs oneDNN's transposed
+    """A push of transposed_rows frames or more (a long input's piece) runs oneDNN's transposed
     kernel over context and push, shorter ones the polyphase plain convolution; both give
     the offline samples, ragged rows included."""
-    from audiotok.nn import conv as conv_mod
+    from audiotok.nn.kernels.ruleset import rules
 
     calls = _transposed_forms_called(monkeypatch)
     torch.manual_seed(1)
     conv = CausalConvTranspose1d(8, 6, 8, stride=4)
-    long = conv_mod.TRANSPOSED_ROWS // 2  # two rows of it: exactly the threshold
+    long = rules().transposed_rows // 2  # two rows of it: exactly the threshold
     x = torch.randn(2, 8, 5 + long)
     with torch.no_grad():
         ref = conv(x)
@@ -321,16 +321,17 @@ def test_streamed_transposed_conv_takes_the_transposed_kernel_on_long_pushes(mon
 
 def test_a_stream_steps_transposed_conv_takes_the_transposed_kernel_on_long_pushes(monkeypatch):
     """The non-causal decoders' stream step (nn/stream_steps.py ConvTranspose, kernel 2 x
-    stride, padded) runs the same choice: oneDNN's transposed kernel from TRANSPOSED_ROWS rows
+    stride, padded) runs the same choice: oneDNN's transposed kernel from transposed_rows rows
     (a long piece of an offline decode in pieces), the polyphase form below; the samples are
     the offline convolution's, its padding and end included."""
     from audiotok.nn import conv as conv_mod
+    from audiotok.nn.kernels.ruleset import rules
     from audiotok.nn.stream_steps import ConvTranspose
 
     calls = _transposed_forms_called(monkeypatch)
     torch.manual_seed(2)
     conv = conv_mod.ConvTranspose1d(8, 6, 8, stride=4, padding=2)
-    long = conv_mod.TRANSPOSED_ROWS // 2  # two rows of it: exactly the threshold
+    long = rules().transposed_rows // 2  # two rows of it: exactly the threshold
     x = torch.randn(2, 8, 5 + long)
     with torch.no_grad():
         ref = conv(x)
@@ -352,7 +353,8 @@ def test_padded_convs_equal_conv1d(cin, cout, kernel, stride, padding, dilation,
     """Non-causal (zero-padded) convolutions on channels-last data, the dilated depthwise ones
     over the dilation's phases: conv1d's result from either layout, lengths that are and are
     not whole dilations, and channels-first under export."""
-    from audiotok.nn.conv import Conv1d, is_channels_last
+    from audiotok.nn.conv import Conv1d
+    from audiotok.nn.kernels import is_channels_last
     from audiotok.nn.tracing import graph_export
 
     torch.manual_seed(0)
@@ -374,7 +376,8 @@ def test_padded_convs_equal_conv1d(cin, cout, kernel, stride, padding, dilation,
 
 @pytest.mark.parametrize("cin, cout, stride", [(8, 4, 8), (6, 3, 3), (4, 4, 2)])
 def test_padded_transposed_convs_equal_conv_transpose1d(cin, cout, stride):
-    from audiotok.nn.conv import ConvTranspose1d, is_channels_last
+    from audiotok.nn.conv import ConvTranspose1d
+    from audiotok.nn.kernels import is_channels_last
 
     torch.manual_seed(0)
     conv = ConvTranspose1d(cin, cout, 2 * stride, stride=stride, padding=math.ceil(stride / 2),

@@ -22,9 +22,14 @@ from .tokenize import tokenize
 def main() -> None:
     """Neural audio codec tokenizers for speech LLMs: audio <-> tokens (`audiotok info` lists
     the codecs)."""
+    # (nn/kernels reads these when a model first runs; refused here at once)
     gemm = os.environ.get("AUDIOTOK_CPU_GEMM", "").strip().lower()
-    if gemm not in ("", "onednn", "mkl"):  # (nn/linear.py reads it; refused here at once)
+    if gemm not in ("", "onednn", "mkl"):
         raise click.UsageError(f"AUDIOTOK_CPU_GEMM must be onednn or mkl, got {gemm!r}")
+    kernels = os.environ.get("AUDIOTOK_KERNELS", "").strip()
+    if kernels not in ("", "default") and not os.path.isfile(kernels):
+        raise click.UsageError(f"AUDIOTOK_KERNELS must be 'default' or a kernel rules file "
+                               f"(audiotok bench --kernels --save writes one), got {kernels!r}")
 
 
 for command in (encode, decode, reconstruct, bench, tokenize, eval_command, export, info,

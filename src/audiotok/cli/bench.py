@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -40,9 +41,20 @@ def _floats(text: str) -> list[float]:
               help="On a CUDA device, replay encode/decode as CUDA graphs cached per shape.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False),
               help="Also write the rows as JSON to this file.")
+@click.option("--kernels", "kernels", is_flag=True,
+              help="Instead: measure which CPU kernel forms are faster on this machine, at "
+                   "--threads threads (about 10 s), and print the rules found.")
+@click.option("--save", is_flag=True,
+              help="With --kernels: keep the rules for later runs on this machine (under "
+                   "~/.cache/audiotok; AUDIOTOK_KERNELS=default ignores them).")
 def bench(model, seconds, batch, dtypes, device, threads, repeats, with_stream, cuda_graphs,
-          json_path):
+          json_path, kernels, save):
     """Time encode and decode: real-time factor, audio seconds per second, peak memory."""
+    if save and not kernels:
+        raise click.UsageError("--save goes with --kernels")
+    if kernels:
+        set_threads(threads)
+        return _kernels(save, json_path)
     from .. import bench as bench_module
     from .. import load
     from ..nn.precision import parse_dtype
@@ -67,3 +79,28 @@ def bench(model, seconds, batch, dtypes, device, threads, repeats, with_stream, 
     if json_path:
         with atomic_output(json_path) as tmp:
             tmp.write_text(json.dumps(bench_module.as_dicts(rows), indent=1) + "\n")
+
+
+def _kernels(save: bool, json_path) -> None:
+    """`bench --kernels`: calibrate the kernel rules here, print them beside this CPU's
+    defaults, keep them with --save."""
+    import torch
+
+    from ..nn.kernels import calibrate
+    from ..nn.kernels.cpu import this_cpu
+    from ..nn.kernels.ruleset import calibration_file, default_rules
+
+    click.echo(f"{this_cpu().describe()}, torch {torch.__version__}, "
+               f"{torch.get_num_threads()} threads")
+    rules, found = calibrate.calibrate(log=lambda line: click.echo(f"  {line}"))
+    default = default_rules(this_cpu())
+    for name, value in rules.to_dict().items():
+        if name != "source":
+            was = getattr(default, name)
+            click.echo(f"{name:24s} {value!s:8s}" + ("" if value == was else f" (default {was})"))
+    if json_path:
+        calibrate.save(rules, found, Path(json_path))
+    if save:
+        click.echo(f"saved: {calibrate.save(rules, found)}")
+    else:
+        click.echo(f"(--save keeps them for this machine: {calibration_file()})")

@@ -27,7 +27,8 @@ import torch
 from torch import nn
 
 from .activations import Snake1d
-from .conv import Conv1d, ConvTranspose1d, cat_time, conv1d_padded, transposed_new_samples
+from .conv import Conv1d, ConvTranspose1d
+from .kernels import cat_time, conv1d_padded, transposed_new_samples
 from .snake_blocks import ResidualUnit
 
 

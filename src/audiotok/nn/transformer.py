@@ -21,8 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import few_queries, few_query_attention
-from .linear import Linear, packed_weights
+from .kernels import few_queries, few_query_attention, packed_weights
+from .linear import Linear
 from .streaming import StreamingModule, ragged_of
 from .tracing import exporting
 

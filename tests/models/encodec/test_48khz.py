@@ -107,7 +107,7 @@ def test_segments_decode_in_groups_and_group_norm_in_halves(codec, monkeypatch):
     segment zero-padded at its end: the same audio as each segment alone (within SAME_MODEL), in
     groups of 1, 2 or all; the decoder's GroupNorm of a channels-last row in two halves equals
     nn.GroupNorm's (even and odd lengths, a batch)."""
-    from audiotok.models.encodec.model import _group_norm_channels_last
+    from audiotok.nn.kernels import group_norm
 
     codes = codec.encode(noise(96500, 70), 48000)  # segments of 150, 150 and 5 frames
     audio = {}
@@ -123,7 +123,7 @@ def test_segments_decode_in_groups_and_group_norm_in_halves(codec, monkeypatch):
         norm.bias.normal_()
         for shape in ((1, 4000, 32), (1, 4001, 32), (3, 4000, 32)):
             y = (0.5 * torch.randn(shape) + torch.randn(32)).transpose(1, 2)  # channels-last
-            got = _group_norm_channels_last(y, norm)
+            got = group_norm(y, norm)
             assert (got - norm(y.contiguous())).abs().max() <= SAME_MODEL, shape
 
 

@@ -186,21 +186,17 @@ def test_the_code_search_products_are_the_packages_sums(rule, monkeypatch):
     at EnCodec's width (128) are MKL's bit for bit on the CPUs measured; below 8 rows, and
     under the MKL rule, the package's own call."""
     from audiotok.models.encodec import model
-    from audiotok.nn import linear
+    from audiotok.nn.kernels import products
+    from audiotok.nn.kernels.ruleset import use_rules
 
     by_onednn = []
-    real = model.onednn_product
-    monkeypatch.setattr(model, "onednn_product", lambda *a: by_onednn.append(a[0].shape[0])
-                        or real(*a) if linear.gemm_backend() == "onednn" else None)
-    monkeypatch.setenv("AUDIOTOK_CPU_GEMM", rule)
-    linear.gemm_backend.cache_clear()
+    real = products.onednn_linear
+    monkeypatch.setattr(products, "onednn_linear",
+                        lambda x, *a: by_onednn.append(x.shape[0]) or real(x, *a))
     g = torch.Generator().manual_seed(3)
     embed = torch.randn(1024, 128, generator=g)
-    try:
+    with use_rules(products=rule):
         for rows in (1, 7, 8, 150, 751):
             x = 3 * torch.randn(rows, 128, generator=g)
             assert torch.equal(model._doubled_products(x, embed), 2 * x @ embed.t()), rows
-    finally:
-        monkeypatch.undo()
-        linear.gemm_backend.cache_clear()
     assert by_onednn == ([8, 150, 751] if rule == "onednn" else [])

@@ -11,7 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...nn.attention import full_attention
+from ...nn.kernels import full_attention
 from ...nn.linear import Linear
 from ..xcodec2.model import Decoder, Quantizer, SemanticAdapter
 from .config import DistillNeuCodecConfig

@@ -17,39 +17,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...nn.conv import Conv1d, ConvTranspose1d, is_channels_last
-from ...nn.derived import derived
-from ...nn.linear import ONEDNN_ROWS, onednn_product
+from ...nn.conv import Conv1d, ConvTranspose1d
+from ...nn.kernels import derived, group_norm, reflect_pad, rule_product
 from ...nn.tracing import exporting
 from .config import EncodecConfig
-
-
-def pad1d(x: torch.Tensor, left: int, right: int) -> torch.Tensor:
-    """Reflect padding, the input first zero-extended on the right when it is not longer than
-    the padding (and that extension dropped again), as the package's pad1d. Long inputs are
-    padded with one copy in their own layout (channels-last stays so; F.pad's reflection
-    kernel is slow on long signals)."""
-    length = x.shape[-1]
-    top = max(left, right)
-    if exporting():  # one form for every length (the graph's is symbolic): extend by 0 or more
-        extra = torch.sym_max(top - length + 1, 0)
-        padded = F.pad(F.pad(x, (0, extra)), (left, right), mode="reflect")
-        return padded[..., : left + length + right]
-    if length <= top:
-        extra = top - length + 1
-        padded = F.pad(F.pad(x, (0, extra)), (left, right), mode="reflect")
-        return padded[..., : padded.shape[-1] - extra]
-    if not left and not right:
-        return x
-    b, c, _ = x.shape
-    out = x.new_empty(b, left + length + right, c).transpose(1, 2) if is_channels_last(x) \
-        else x.new_empty(b, c, left + length + right)
-    out[..., left : left + length] = x
-    if left:
-        out[..., :left] = x[..., 1 : left + 1].flip(-1)
-    if right:
-        out[..., left + length :] = x[..., length - right - 1 : length - 1].flip(-1)
-    return out
 
 
 class _Norm(nn.Module):
@@ -64,33 +35,7 @@ class _Norm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = getattr(self, self.name)(x)
-        if isinstance(self.norm, nn.GroupNorm) and is_channels_last(y):
-            return _group_norm_channels_last(y, self.norm)
-        return self.norm(y)
-
-
-def _group_norm_channels_last(y: torch.Tensor, norm: nn.GroupNorm) -> torch.Tensor:
-    """GroupNorm(1, C) of channels-last y [B, C, T] without a copy to channels-first (the
-    decoder's layout; nn.GroupNorm copies it): one group is a layer norm over (T, C) of the
-    transposed view, then the per-channel affine. A layer norm runs a row on one thread, so
-    an even T is normalised as two halves (a row each) whose statistics are then joined: the
-    per-channel affine corrects each half to the whole's mean and spread (in float32; the
-    statistics of a bfloat16 row are too coarse to join)."""
-    t = y.transpose(1, 2)  # [B, T, C], contiguous
-    b, steps, c = t.shape
-    if steps % 2 or steps * c < 2**16 or y.dtype != torch.float32 or exporting():
-        out = F.layer_norm(t, t.shape[1:], eps=norm.eps)
-        return torch.addcmul(norm.bias, out, norm.weight).transpose(1, 2)
-    halves = t.reshape(2 * b, steps // 2 * c)
-    out, mean, rstd = torch.native_layer_norm(halves, halves.shape[1:], None, None, norm.eps)
-    mean, rstd = mean.view(b, 2), rstd.view(b, 2)  # each half's
-    whole = mean.mean(1, keepdim=True)
-    var = (rstd**-2 - norm.eps + (mean - whole).square()).mean(1, keepdim=True)  # the whole's
-    scale = torch.rsqrt(var + norm.eps)  # [B, 1]
-    gain = (scale / rstd).view(2 * b, 1, 1) * norm.weight
-    shift = ((mean - whole) * scale).view(2 * b, 1, 1) * norm.weight + norm.bias
-    out = out.view(2 * b, steps // 2, c)
-    return torch.addcmul(shift, out, gain, out=out).view(b, steps, c).transpose(1, 2)
+        return group_norm(y, self.norm) if isinstance(self.norm, nn.GroupNorm) else self.norm(y)
 
 
 class SConv1d(nn.Module):
@@ -111,10 +56,10 @@ class SConv1d(nn.Module):
         # which is (-L) mod s since k - total = s
         extra = -x.shape[-1] % self.stride
         if self.causal:
-            x = pad1d(x, self.total, extra)
+            x = reflect_pad(x, self.total, extra)
         else:
             right = self.total // 2
-            x = pad1d(x, self.total - right, right + extra)
+            x = reflect_pad(x, self.total - right, right + extra)
         return self.conv(x)
 
 
@@ -254,14 +199,9 @@ class ResidualVQ(nn.Module):
     expression, whose rounding decides near-ties), its raw row subtracted from the residual.
     The expression's terms are summed in place in the product's buffer, in the package's
     order ((-p) + a is a - p exactly; the first of equal minima of a value is the first of
-    equal maxima of its negation): on 4500 frames (60 s) the search took 0.49x the time of
-    the package's form, which allocates four [frames, bins] temporaries a codebook.
-
-    Where MKL lacks its fast kernels (CPUs not made by Intel, nn/linear.py) the product of 8
-    rows or more runs on oneDNN: 0.50x the time ([750, 128] by 1024 rows, 32 codebooks: 15.4
-    against 30.9 ms, a 2-core AMD EPYC), and the same sums there, bit for bit, at every row
-    count from 8 to 4500 tried (this width, 128, adds in one order in both); below 8 rows
-    MKL's own few-row kernels sum in another order, so those stay the package's call."""
+    equal maxima of its negation), without the package's four [frames, bins] temporaries.
+    The product is the kernel rules' (kernels.rule_product: under the oneDNN rule oneDNN's,
+    which at this width sums as MKL does; docs/codecs/encodec.md)."""
 
     def __init__(self, cfg: EncodecConfig):
         super().__init__()
@@ -272,8 +212,7 @@ class ResidualVQ(nn.Module):
         b, d, t = x.shape
         residual, codes = x.transpose(1, 2).reshape(b * t, d), []  # [B T, D] throughout
         # each codebook's squared norms, the package's expression, made once per state of the
-        # codebooks (nn/derived.py): 0.43 ms of every call for 32 codebooks, a one-frame
-        # stream push's too
+        # codebooks (kernels.derivations)
         norms = derived(self.embed, "squared norms",
                         lambda e: torch.stack([c.t().pow(2).sum(0) for c in e]))
         for embed, norm in zip(self.embed[:levels], norms, strict=False):
@@ -293,14 +232,9 @@ class ResidualVQ(nn.Module):
 
 
 def _doubled_products(x: torch.Tensor, embed: torch.Tensor) -> torch.Tensor:
-    """2 x @ embed^T, as the package computes it ((2 x) @ embed^T: doubling is exact, so
-    doubling the product gives the same values); by oneDNN from ONEDNN_ROWS rows on under the
-    oneDNN rule (ResidualVQ)."""
-    if x.shape[0] >= ONEDNN_ROWS:
-        product = onednn_product(x, embed)
-        if product is not None:
-            return product.mul_(2)
-    return 2 * x @ embed.t()
+    """2 x @ embed^T, as the package computes it: (2 x) @ embed^T."""
+    doubled = 2 * x
+    return rule_product(doubled, embed, lambda: doubled @ embed.t())
 
 
 class EncodecModel(nn.Module):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 
+from ...nn.kernels import reflect_pad
 from ...nn.stream_steps import (
     Chain,
     ConvTranspose,
@@ -30,7 +31,7 @@ from ...nn.stream_steps import (
     build,
     cat,
 )
-from .model import SLSTM, EncodecModel, ResnetBlock, SConv1d, SConvTranspose1d, pad1d
+from .model import SLSTM, EncodecModel, ResnetBlock, SConv1d, SConvTranspose1d
 
 
 class _ReflectConv(Step):
@@ -58,7 +59,7 @@ class _ReflectConv(Step):
                 self.held = x
                 return None
             self.started = True
-            x = pad1d(x, self.left, 0)  # the reflection the offline pass adds
+            x = reflect_pad(x, self.left, 0)  # the reflection the offline pass adds
         return self._windows(x)
 
     def flush(self):
@@ -68,8 +69,8 @@ class _ReflectConv(Step):
         if not self.started:  # a stream shorter than the left padding: the short-input path
             self.started = True
             x, self.held = self.held, None
-            return self.layer.conv(pad1d(x, self.left, right))
-        return self._windows(pad1d(self.held, 0, right))
+            return self.layer.conv(reflect_pad(x, self.left, right))
+        return self._windows(reflect_pad(self.held, 0, right))
 
     def push_last(self, x):
         if x is None or not x.shape[-1]:
@@ -79,8 +80,8 @@ class _ReflectConv(Step):
         right = self.right + (-self.phase % self.stride)
         if not self.started:  # the whole input in one call: the offline layer's
             self.started = True
-            return self.layer.conv(pad1d(x, self.left, right))
-        return self._windows(pad1d(x, 0, right))
+            return self.layer.conv(reflect_pad(x, self.left, right))
+        return self._windows(reflect_pad(x, 0, right))
 
     def _windows(self, x: torch.Tensor) -> torch.Tensor | None:
         """The output of every whole window of x (x from the next window's first sample)."""

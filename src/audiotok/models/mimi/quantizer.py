@@ -5,13 +5,11 @@ A codebook is stored folded (`embedding_sum / max(cluster_usage, 1e-5)`, as both
 derive it) in one buffer per RVQ, [levels, bins, dim]. The nearest row is chosen by the
 distances `torch.cdist` computes, then argmin (first index on ties), the call both references
 make: its rounding decides near-ties, and token parity depends on it. cdist's matrix-product
-form (ATen's `_euclidean_dist`) rebuilds [codebook, 1, |codebook|^2] on every call, most of the
-time of a one-frame encode; it is built once here (nn/derived.py) and the product is the same
-call on the same operands, so the distances are bit-identical. Where MKL runs its slow generic
-kernels (CPUs not made by Intel, nn/linear.py) the product runs on oneDNN instead, at about
-twice the speed and within rounding: a code can then differ from the references' only where two
-distances tie in float32 (measured: 1 of 24 000 codes of 60 s, with either product, a pair of
-distances equal to the last bit that float64 tells apart by 1e-7).
+form (ATen's `_euclidean_dist`) rebuilds [codebook, 1, |codebook|^2] on every call; it is built
+once here (kernels.derivations) and the product is the same call on the same operands, so the
+distances are bit-identical. Under the oneDNN kernel rule the product is oneDNN's
+(kernels.rule_product): within rounding, so a code can differ from the references' only where
+two distances tie in float32 (docs/codecs/mimi.md).
 """
 
 from __future__ import annotations
@@ -20,8 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...nn.derived import derived
-from ...nn.linear import onednn_product
+from ...nn.kernels import derived, rule_product
 from .config import MimiConfig
 
 
@@ -33,13 +30,12 @@ def _search_matrices(codebook: torch.Tensor) -> torch.Tensor:
 
 
 def _distances(x: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
-    """torch.cdist(x[None], codebook[None])[0] for x [N, dim]: bit for bit, or, where MKL lacks
-    its fast kernels (nn/linear.py), the same product by oneDNN (within rounding)."""
+    """torch.cdist(x[None], codebook[None])[0] for x [N, dim]: bit for bit, or under the oneDNN
+    rule the same product by oneDNN (within rounding)."""
     norm = x.pow(2).sum(-1, True)
     padded = torch.cat([x.mul(-2), norm, torch.ones_like(norm)], -1)
-    product = onednn_product(padded, matrix)
-    if product is None:
-        product = padded[None].matmul(matrix[None].mT)[0]
+    product = rule_product(padded, matrix, lambda: padded[None].matmul(matrix[None].mT)[0],
+                           min_rows=1)
     return product.clamp_min_(0).sqrt_()
 
 

@@ -16,9 +16,9 @@ from torch import nn
 
 from ...nn.activations import SnakeBeta
 from ...nn.alias_free import AntiAliasedActivation
-from ...nn.attention import full_attention
 from ...nn.fsq import FSQ
 from ...nn.istft import ISTFTHead
+from ...nn.kernels import full_attention
 from ...nn.linear import Linear
 from ...nn.masking import time_mask, zero_tail
 from ...nn.precision import param_dtype, run_in

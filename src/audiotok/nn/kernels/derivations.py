@@ -3,7 +3,7 @@ polyphase weight, a codebook prepared for nearest-code search).
 
 The cache is keyed by the source tensor's identity and checked against its storage, version,
 dtype and device, so loading new weights or moving the model derives again; an entry goes when
-its source does. It lives outside the modules, so stream copies (nn/streaming.py) share it.
+its source does. It lives outside the modules, so stream copies of a model share it.
 While a graph is traced for export the value is derived in the graph from the source itself."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from .tracing import exporting
+from ..tracing import exporting
 
 _CACHE: dict[tuple[int, str], tuple] = {}  # (id(source), tag) -> (weakref, key, derived)
 
