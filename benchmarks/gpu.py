@@ -132,7 +132,7 @@ def main() -> None:
                 codec = codec_class(model, device="cuda", dtype=dtype, cuda_graphs=graphs)
                 t = time.perf_counter()
                 rows += bench.run(codec, [args.seconds], batches, args.repeats,
-                                  stream=codec.causal and not graphs)
+                                  stream=codec.streaming.decode == "layers" and not graphs)
                 x = torch.from_numpy(bench.test_signal(args.seconds, codec.sample_rate, 2))
                 tokens[graphs] = codec.encode(x[:, None]).tokens
                 label = f"{name} {dtype_name} {'graphs' if graphs else 'eager'}"

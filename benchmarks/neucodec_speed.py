@@ -22,6 +22,8 @@ import torch
 from common import ROOT, encode_decode_rounds, parser, report_rounds, speech
 
 sys.path.insert(0, str(ROOT))
+import dataclasses  # noqa: E402
+
 import audiotok  # noqa: E402
 from audiotok.models.xcodec2.features import semantic_features  # noqa: E402
 from tests.models.neucodec import reference  # noqa: E402
@@ -32,7 +34,7 @@ def main() -> None:
     p.add_argument("--durations", default="10,60", help="audio seconds, comma-separated")
     p.add_argument("--whole", action="store_true",
                    help="audiotok encodes inputs over 30 s whole, as the references do (default: "
-                        "in windows with 3 s of context, codec.window_frames)")
+                        "in windows with 3 s of context, codec.streaming.long_window)")
     p.add_argument("--distill", action="store_true", help="DistillNeuCodec")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
@@ -47,7 +49,7 @@ def main() -> None:
     ours = audiotok.load(path)
     hf = None if args.distill else reference.hf_model(ours)
     if args.whole:
-        ours.window_frames = None
+        ours.streaming = dataclasses.replace(ours.streaming, long_window=None)
 
     def hf_encode(x):
         p = (x.shape[-1] // 320 + 1) * 320

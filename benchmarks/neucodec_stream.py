@@ -1,5 +1,5 @@
 """NeuCodec streaming decode, two schedules on the same tokens, against offline decode of all
-of them: the serving engine's windowed re-decoding (codec.stream_window, or --window) and
+of them: the serving engine's windowed re-decoding (codec.streaming.window, or --window) and
 NeuTTS's (neutts 1.4.1: 25-frame chunks decoded with 50 frames before and 5 after, 27 frames
 kept of each and cross-faded over 2 frames with EnCodec's triangular overlap-add; the tail
 decoded once). NeuCodec attends to the whole input, so neither is exact.
@@ -86,7 +86,8 @@ def main() -> None:
     frames = tokens.shape[-1]
     offline = codec.decode(tokens[None])[0, 0].numpy()
     window = WindowSettings(*(int(v) for v in args.window.split(","))) if args.window \
-        else WindowSettings(*codec.stream_window)
+        else WindowSettings(codec.streaming.window.left, codec.streaming.window.chunk,
+                            codec.streaming.window.lookahead)
     ours, ours_decoded = stream_decode(codec, tokens, window)
     theirs, theirs_decoded = neutts_stream(lambda t: codec.decode(t[None])[0, 0].numpy(),
                                            tokens, hop)

@@ -109,7 +109,7 @@ def main() -> None:
     x = speech(args.seconds, ours.input_rate)  # (NeuCodec: 16 kHz in, 24 kHz out)
     codes = ours.encode(x)
     tokens = codes.tokens
-    if not ours.codes_carry_scales:  # (EnCodec 48 kHz decodes its codes with their scales)
+    if not ours.streaming.scales:  # (EnCodec 48 kHz decodes its codes with their scales)
         codes = tokens
 
     def stream(codec):
@@ -119,7 +119,7 @@ def main() -> None:
 
     runs = {"encode": (lambda: ours.encode(x).tokens, lambda: onnx.encode(x).tokens),
             "decode": (lambda: ours.decode(codes), lambda: onnx.decode(codes))}
-    if ours.causal:
+    if ours.streaming.decode == "layers":
         runs[f"stream decode ({args.push}-frame pushes)"] = (lambda: stream(ours),
                                                              lambda: stream(onnx))
     times = {k: ([], []) for k in runs}
@@ -136,7 +136,7 @@ def main() -> None:
     dec = results["decode"]
     parity = {"tokens_equal": float((enc[0].numpy() == enc[1]).mean()),
               "decode_max_abs": float(np.abs(dec[0].numpy() - dec[1]).max())}
-    if ours.causal:
+    if ours.streaming.decode == "layers":
         streamed = np.concatenate([np.asarray(a) for a in results[list(runs)[2]][1]], -1)
         parity["stream_vs_offline_max_abs"] = float(
             np.abs(dec[0].numpy()[..., :streamed.shape[-1]] - streamed).max())
@@ -153,7 +153,7 @@ def main() -> None:
     print(f"parity: tokens equal {parity['tokens_equal']:.4f}, decode max abs "
           f"{parity['decode_max_abs']:.2e}" + (
               f", ONNX stream vs PyTorch offline {parity['stream_vs_offline_max_abs']:.2e}"
-              if ours.causal else ""))
+              if ours.streaming.decode == "layers" else ""))
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "parity": parity, "args": {
             "codec": args.codec, "seconds": args.seconds, "threads": args.threads,

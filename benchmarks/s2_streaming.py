@@ -14,6 +14,7 @@ count decoded frames per emitted frame.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import subprocess
@@ -156,7 +157,7 @@ def rss_child(codec, mode: str, minutes: str) -> None:
     frames = int(float(minutes) * 60 * codec.frame_rate)
     tokens = torch.randint(0, 1024, (1, 10, frames), generator=torch.Generator().manual_seed(0))
     if mode == "one_pass":
-        codec.decode_chunk_frames = None
+        codec.streaming = dataclasses.replace(codec.streaming, pieces=None)
     before = peak_rss_mb()
     t = time.perf_counter()
     audio = codec.decode(tokens)

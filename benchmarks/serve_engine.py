@@ -68,7 +68,7 @@ def push_breakdown(codec, steps: int, warmup: int = 3) -> dict[str, float]:
     """Median ms per stage of one stream's 1-frame pushes: the post-quantizer transformer, the
     upsampler, the decoder and its first block, and the whole step."""
     engine = Engine({"m": codec}, EngineSettings(max_streams=1, max_batch=1), start=False)
-    model = engine.models["m"].runners["decode"].table.model  # the copy the steps run
+    model = engine.models["m"].runners["decode"].streamer.model  # the copy the steps run
     stages = {"transformer": model.quantizer.post_module, "upsample": model.quantizer.upsample,
               "decoder": model.decoder, "decoder block 1": model.decoder.model[1]}
     times: dict[str, list[float]] = defaultdict(list)

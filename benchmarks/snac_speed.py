@@ -36,7 +36,7 @@ def main() -> None:
     ref = reference.snac_model(config)
     folder = reference.save(ref, config, args.workdir / f"snac_{args.config}_full")
     ours = audiotok.load(folder)
-    rate, pad = config["sampling_rate"], ours.samples_per_frame * ours.window_align
+    rate, pad = config["sampling_rate"], ours.samples_per_frame * ours.streaming.window.align
     rows = []
     for seconds in [float(s) for s in args.durations.split(",")]:
         n = int(seconds * rate) // pad * pad

@@ -37,16 +37,16 @@ def stream_decode(codec, tokens: torch.Tensor, window: WindowSettings) -> tuple[
     s = engine.open_decode_stream("m")
     s.push(tokens)
     s.finish()
-    runner = engine.models["m"].runners["decode"]
+    streamer = engine.models["m"].runners["decode"].streamer  # a WindowStreamer
     decoded = 0
-    run = runner.run
+    decode = streamer._decode
 
-    def counting(streams, work):
+    def counting(windows):
         nonlocal decoded
-        decoded += sum(w[0].shape[1] for w in work)
-        return run(streams, work)
+        decoded += sum(t.shape[-1] for _, t, _, _, _ in windows)
+        return decode(windows)
 
-    runner.run = counting
+    streamer._decode = counting
     while engine.step():
         pass
     return np.concatenate(list(s)), decoded

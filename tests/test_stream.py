@@ -1,5 +1,7 @@
 """Exact streaming (S2): any partition of the tokens or audio gives the offline result."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -101,31 +103,28 @@ def test_state_stays_bounded(s2_codec):
     with s2_codec.stream_decoder() as dec:
         for _ in range(3):
             dec.push(torch.zeros(1, 10, 2 * window, dtype=torch.long))
-            sizes = {name: tuple(v.shape) for name, v in _state_tensors(dec.model)}
+            sizes = {name: tuple(v.shape) for name, v in _state_tensors(dec.streamer)}
         for name, shape in sizes.items():
             if name.endswith(".k") or name.endswith(".v"):
                 assert shape[2] == KVRing.size_for(window) < window + 32, name
         before = sizes
         dec.push(torch.zeros(1, 10, 5, dtype=torch.long))
-        assert {n: tuple(v.shape) for n, v in _state_tensors(dec.model)} == before
-        model = dec.model
+        assert {n: tuple(v.shape) for n, v in _state_tensors(dec.streamer)} == before
+        model = dec.streamer.model
     # the state is dropped at the end, and the stream's copy of the model handed back for reuse
-    assert all(m.stream is None for m in model.modules() if hasattr(m, "stream"))
-    assert dec.model is None
+    assert all(m.state is None and not m.streaming for m in model.modules()
+               if hasattr(m, "streaming"))
+    assert dec.streamer is None
     with s2_codec.stream_decoder() as again:
-        assert again.model is model
+        assert again.streamer.model is model
 
 
-def _state_tensors(model):
-    for name, module in model.named_modules():
-        state = getattr(module, "stream", None) or {}
-        for key, value in state.items():
-            if isinstance(value, torch.Tensor):
-                yield f"{name}.{key}", value
-            elif key == "layers":
-                for i, cache in enumerate(value):
-                    for k, v in cache.items():
-                        yield f"{name}.layers.{i}.{k}", v
+def _state_tensors(streamer):
+    """(module.field name, tensor) of every state a layers stream holds."""
+    names = {m: n for n, m in streamer.model.named_modules()}
+    for module, state in zip(streamer.table.modules, streamer.table.rows, strict=True):
+        for key, value in state.named_tensors():
+            yield f"{names[module]}.{key}", value
 
 
 def test_streams_do_not_disturb_offline_calls_or_each_other(s2_codec, s2_golden):
@@ -173,22 +172,22 @@ def test_xcodec2_cannot_stream(xc_codec):
 def test_chunked_offline_paths_equal_whole(s2_codec, s2_golden, chunk):
     """Long inputs go through the streaming path in pieces; pieces of any size give the same."""
     codes = torch.from_numpy(s2_golden["codes_352805"])[None]
-    saved = s2_codec.decode_chunk_frames, s2_codec.encode_chunk_frames
+    saved = s2_codec.streaming
     try:
-        s2_codec.decode_chunk_frames = s2_codec.encode_chunk_frames = None
+        s2_codec.streaming = replace(saved, pieces=None)
         whole = s2_codec.decode(codes)
-        s2_codec.decode_chunk_frames = s2_codec.encode_chunk_frames = chunk
+        s2_codec.streaming = replace(saved, pieces=chunk)
         assert (s2_codec.decode(codes) - whole).abs().max() <= TOL
         tokens = s2_codec.encode(s2_golden["audio_352805"]).tokens
         np.testing.assert_array_equal(tokens[0].numpy(), s2_golden["codes_352805"])
     finally:
-        s2_codec.decode_chunk_frames, s2_codec.encode_chunk_frames = saved
+        s2_codec.streaming = saved
 
 
 def test_encode_file_in_blocks_equals_encode(tmp_path, s2_codec, s2_golden):
     import soundfile as sf
 
-    from audiotok.stream import encode_file
+    from audiotok.streaming.files import encode_file
 
     rng = np.random.default_rng(3)
     stereo = np.stack([s2_golden["audio_352805"], rng.standard_normal(352805) * 0.05]).T
@@ -203,7 +202,7 @@ def test_encode_file_in_blocks_equals_encode(tmp_path, s2_codec, s2_golden):
 def test_decode_to_file_equals_decode(tmp_path, s2_codec, s2_golden):
     import soundfile as sf
 
-    from audiotok.stream import decode_to_file
+    from audiotok.streaming.files import decode_to_file
 
     codes = s2_codec.encode(s2_golden["audio_132377"])
     n = decode_to_file(s2_codec, codes, tmp_path / "a.wav", "FLOAT", push_frames=5)

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .streaming.spec import LAYERS
+
 
 @dataclass
 class Row:
@@ -127,7 +129,7 @@ def run(codec, seconds: list[float], batches: list[int], repeats: int = 3,
                 dec_s, _ = _timed(lambda c=codes: codec.decode(c), repeats, codec.device)
             rows.append(Row("decode", secs, batch, median_s=dec_s, rtf=dec_s / secs,
                             audio_s_per_s=total / dec_s, peak_mb=mem.mb, **common))
-            if stream and codec.causal:
+            if stream and codec.streaming.decode == LAYERS:
                 for push in push_frames:
                     rows.append(_stream_row(codec, codes.tokens, push, secs, batch, repeats,
                                             common))

@@ -24,9 +24,9 @@ from .errors import AudiotokError, CodesError
 from .fileio import atomic_output
 from .models.family import licence_notice
 from .nn.cuda_graphs import GraphCache
-from .nn.kernels import packed_weights
 from .nn.precision import set_precision
 from .nn.streaming import StreamCopies
+from .streaming.spec import StreamSpec
 from .tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 
 if TYPE_CHECKING:
@@ -36,41 +36,18 @@ _ANNOUNCED: set[str] = set()
 
 
 class Codec(FrameMath):
-    """A loaded codec. A family's subclass (models/<family>/codec.py) sets `family` and the
-    capability attributes, the facts in __init__, and implements `from_checkpoint`,
-    `_encode_batch` (or `_encode_items`) and `_decode_batch`."""
+    """A loaded codec. A family's subclass (models/<family>/codec.py) sets `family`, its
+    `streaming` spec and the facts in __init__, and implements `from_checkpoint`,
+    `_encode_batch` (or `_encode_items`) and `_decode_batch`; a "steps" or "segments" stream
+    also its `step_stream` or `segment_stream`."""
 
     family: Family  # the declaration in models/<family>/__init__.py: name, title, licence
-    # Capabilities (the engine, streaming, export and the runtime read these):
-    causal: bool = False  # exact streaming: stream_encoder/stream_decoder, engine slots, steps
+    # How the codec streams, each direction (streaming/spec.py): what the library's
+    # stream_decoder()/stream_encoder(), the engine and the exports run. A family whose
+    # variants (or load options) differ refines it in __init__, from the loaded configuration.
+    streaming: StreamSpec = StreamSpec(decode=None)
     channels: int = 1  # audio channels in and out (2: EnCodec 48 kHz's stereo)
-    # a last partial frame is padded by each convolution, not zero-padded as input (its
-    # stream encoder's flush pushes the rest as it is)
-    pads_per_layer: bool = False
-    codes_carry_scales: bool = False  # Codes.scales: each segment's gain (EnCodec 48 kHz)
     frame_rule: str = "ceil"  # samples -> frames (chunking.frames_for): "ceil", "plus_one"...
-    # Non-causal codecs: inputs longer than window_frames are processed in windows with
-    # context_frames of context on both sides (None: always whole); stream_window is the
-    # server's default (left, chunk, lookahead) frames for windowed stream decoding.
-    window_frames: int | None = None
-    context_frames: int = 0
-    stream_window: tuple[int, int, int] = (10, 25, 10)
-    # Non-causal codecs whose stream_window has enough context to equal the offline decode
-    # (windows starting at multiples of window_align frames): stream_decoder re-decodes such
-    # windows (audiotok.stream.WindowedStreamDecoder).
-    stream_exact: bool = False
-    window_align: int = 1
-    # Non-causal codecs with their own stateful decoder stream (decoder_stream(): every frame
-    # decoded once, samples out as they become final): stream_decoder and the engine use it.
-    stream_stateful: bool = False
-    # Non-causal codecs with their own stateful encoder stream (encoder_stream(): the tokens of
-    # each frame once its samples are in): stream_encoder and the engine use it.
-    encode_stateful: bool = False
-    # Causal codecs: long inputs run through the streaming path in pieces of this many frames
-    # (exact): bounded memory, and faster than one huge pass on CPU. None: one pass, as with
-    # CUDA graphs. See _encode_causal / _decode_causal.
-    encode_chunk_frames: int | None = 32
-    decode_chunk_frames: int | None = 32
     # what the error for an input shorter than one frame (under a "floor" rule) suggests
     short_input_hint: str = "pad it to at least one frame"
 
@@ -88,9 +65,10 @@ class Codec(FrameMath):
 
     _copies: StreamCopies | None = None
 
-    def _stream_copies(self) -> StreamCopies:
-        """Copies of the model with their own streaming state, lent to offline calls that
-        stream long inputs in pieces (kept for reuse: copying takes tens of milliseconds)."""
+    def stream_copies(self) -> StreamCopies:
+        """Copies of the model with their own streaming state, lent to streams and to offline
+        calls that stream long inputs in pieces (kept for reuse: copying takes tens of
+        milliseconds)."""
         if self._copies is None or self._copies.module is not self.model:
             self._copies = StreamCopies(self.model)
         return self._copies
@@ -201,9 +179,10 @@ class Codec(FrameMath):
 
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
         """Tokens [K, T_i] per item. Default: one zero-padded batch, valid for causal codecs;
-        with pads_per_layer, an item that is not whole frames runs alone, unpadded (its
-        convolutions pad its last frame; zeros after it would change that frame)."""
-        if self.pads_per_layer:
+        where each convolution pads its own input at the end (StreamSpec.end_padding "layers"),
+        an item that is not whole frames runs alone, unpadded (zeros after it would change its
+        last frame)."""
+        if self.streaming.end_padding == "layers":
             spf = self.input_samples_per_frame
             whole = [i for i, it in enumerate(items) if it.samples.numel() % spf == 0]
             out: list[torch.Tensor | None] = [None] * len(items)
@@ -246,17 +225,16 @@ class Codec(FrameMath):
         return out
 
     def _encode_causal(self, audio: torch.Tensor) -> torch.Tensor:
-        """model.encode(audio) for a causal codec, long inputs in streamed pieces of
-        encode_chunk_frames (the same tokens). A last piece shorter than a frame is the
-        stream's end: the streaming convolutions pad it as an offline pass would."""
-        chunk = self.encode_chunk_frames
+        """model.encode(audio) for a causal codec, long inputs through its stream in pieces of
+        StreamSpec.pieces frames (the same tokens). A last piece shorter than a frame is the
+        stream's end, completed as the offline pass completes it."""
+        chunk = self.streaming.pieces
         if self.graphs is not None or chunk is None or \
                 audio.shape[-1] <= chunk * self.input_samples_per_frame:
             return self._run("encode", self.model.encode, audio)
-        with self._stream_copies().streamed() as model, packed_weights(False):
-            return torch.cat([model.encode(piece)
-                              for piece in audio.split(chunk * self.input_samples_per_frame, -1)],
-                             -1)
+        from .streaming.layers import run_in_pieces
+
+        return run_in_pieces(self, "encode", audio, chunk)
 
     # -- decode ------------------------------------------------------------------------------
     def decode(self, codes, *, clamp: bool = False, frame_offsets=None) -> torch.Tensor:
@@ -328,33 +306,14 @@ class Codec(FrameMath):
         return self._decode_batch(tokens, lengths)
 
     def _decode_causal(self, tokens: torch.Tensor) -> torch.Tensor:
-        """model.decode(tokens) for a causal codec, long inputs in streamed pieces of
-        decode_chunk_frames (the same audio; the padding after an item cannot reach it)."""
-        chunk = self.decode_chunk_frames
+        """model.decode(tokens) for a causal codec, long inputs through its stream in pieces of
+        StreamSpec.pieces frames (the same audio; the padding after an item cannot reach it)."""
+        chunk = self.streaming.pieces
         if self.graphs is not None or chunk is None or tokens.shape[-1] <= chunk:
             return self._run("decode", self.model.decode, tokens)
-        spf = self.samples_per_frame
-        out = torch.empty(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
-        with self._stream_copies().streamed() as model, packed_weights(False):
-            for i, piece in enumerate(tokens.split(chunk, -1)):
-                out[..., i * chunk * spf : (i * chunk + piece.shape[-1]) * spf] = \
-                    model.decode(piece)
-        return out
+        from .streaming.layers import run_in_pieces
 
-    @property
-    def min_lookahead(self) -> int:
-        """Frames a decoding window must reach past the audio it keeps: 1 for a codec whose
-        decode of T frames is shorter than T whole frames (the last frame's end needs the next
-        frame; DAC at 24/16 kHz), else 0."""
-        one = int(self.audio_lengths(torch.tensor([1]))[0])
-        return int(one < self.samples_per_frame)
-
-    def check_lookahead(self, lookahead: int) -> None:
-        """ValueError unless decoding windows of `lookahead` frames keep whole frames."""
-        if lookahead < self.min_lookahead:
-            raise ValueError(f"{self.title} needs a lookahead of at least {self.min_lookahead} "
-                             f"frame (a frame's last samples depend on the next), got "
-                             f"{lookahead}")
+        return run_in_pieces(self, "decode", tokens, chunk)
 
     @property
     def decode_codebooks(self) -> range:
@@ -391,69 +350,54 @@ class Codec(FrameMath):
     # -- streaming ---------------------------------------------------------------------------
     def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False,
                        window: tuple[int, int] | None = None):
-        """Incremental decoder: `with codec.stream_decoder(B) as dec: pcm = dec.push(tokens)`.
-        The output equals the offline decode for causal codecs, for those with their own
-        stateful stream (`stream_stateful`: samples out as they become final) and for those
-        with exact windows (`stream_exact`); see audiotok.stream. `window`: (left, lookahead)
-        frames of context of a windowed stream instead (default: stream_window's, the exact
-        ones); fewer lookahead frames give audio sooner, no longer exactly the offline decode.
-        For codes that carry segment scales, `dec.push(tokens, scales)` takes them too."""
-        from .stream import StepStreamDecoder, StreamDecoder, WindowedStreamDecoder
+        """Incremental decoder: `with codec.stream_decoder(B) as dec: pcm = dec.push(tokens)`
+        (streaming/library.py). The output equals the offline decode for every exact stream
+        (StreamSpec: "layers", "steps", "segments", exact windows). `window`: (left, lookahead)
+        frames of context of a windowed stream instead (a codec that offers windows); fewer
+        lookahead frames give audio sooner, no longer exactly the offline decode. For codes
+        that carry segment scales, `dec.push(tokens, scales)` takes them too."""
+        from .streaming import WINDOWS, no_stream
+        from .streaming.library import StreamDecoder
+        from .streaming.windows import check_window, library_window
 
-        if self.stream_stateful and window is None:
-            return StepStreamDecoder(self, self.decoder_stream, batch_size, clamp)
-        if self.stream_exact:
-            return WindowedStreamDecoder(self, batch_size, clamp, window)
-        if window is not None:
-            raise AudiotokError(f"{self.title} streams without windows: window= does not apply")
-        self._require_causal()
-        return StreamDecoder(self, batch_size, clamp)
-
-    def decoder_stream(self):
-        """A stateful decoder stream (stream_stateful codecs): push(tokens [B, K, t]) -> audio
-        [B, 1, n] now final, finish() -> the rest, copy(); streams whose key() match run as one
-        batch with push_together(streams, tokens) -> [(each stream advanced, as a new object;
-        its audio)] (the engine's StatefulDecode)."""
-        raise AudiotokError(f"{self.title} has no stateful decoder stream")
+        spec = self.streaming
+        if window is None and (spec.decode is None or
+                               (spec.decode == WINDOWS and not spec.window.exact)):
+            raise AudiotokError(no_stream(self, "decode"))
+        if window is not None or spec.decode == WINDOWS:
+            window = library_window(self, window)
+            check_window(self, window)
+        return StreamDecoder(self, batch_size, clamp, window)
 
     def stream_encoder(self, batch_size: int = 1):
         """Incremental encoder: `with codec.stream_encoder(B) as enc: tokens = enc.push(audio)`;
-        audio [B, n] (or [B, C, n] for a codec of C channels) at the codec's rate;
-        `enc.flush()` encodes the last partial frame (as the offline encode pads it);
+        audio [B, n] (or [B, C, n] for a codec of C channels) at the codec's input rate;
+        `enc.flush()` encodes the last partial frame (as the offline encode completes it);
         `enc.scales`: the segments' scales, for codes that carry them."""
-        from .stream import StepStreamEncoder, StreamEncoder
+        from .streaming import no_stream
+        from .streaming.library import StreamEncoder
 
-        if self.encode_stateful:
-            return StepStreamEncoder(self, self.encoder_stream, batch_size)
-        self._require_causal("encoder")
+        if self.streaming.encode is None:
+            raise AudiotokError(no_stream(self, "encode"))
+        refusal = self.stream_refusal("encode")
+        if refusal:
+            raise AudiotokError(refusal)
         return StreamEncoder(self, batch_size)
 
-    def encoder_stream(self):
-        """A stateful encoder stream (encode_stateful codecs): push(audio [B, 1, n]) -> tokens
-        [B, K, t] now final, finish() -> the rest, copy(), key() and push_together (as
-        decoder_stream's; the engine's StatefulEncode)."""
-        raise AudiotokError(f"{self.title} has no stateful encoder stream")
+    def stream_refusal(self, direction: str) -> str | None:
+        """Why this codec, as loaded, cannot stream in `direction` although its family can (a
+        setting that keeps unbounded state); None: it can."""
+        return None
 
-    @property
-    def stream_input_dtype(self) -> torch.dtype:
-        """The dtype of the audio an encoder stream is pushed (stream_encoder, the engine): the
-        codec's, unless its stream works on the audio first as its offline encode does, in
-        float32."""
-        return self.dtype
+    def step_stream(self, direction: str):
+        """A "steps" codec's new stream of `direction` (nn/stream_steps.py's DecoderStream or
+        EncoderStream over its layers' steps)."""
+        raise NotImplementedError
 
-    @property
-    def encoder_streams(self) -> bool:
-        """Whether stream_encoder() (and the server's encode streams) run: causal codecs and
-        those with a stateful encoder stream, unless a setting keeps unbounded state."""
-        return self.causal or self.encode_stateful
-
-    def _require_causal(self, what: str = "decoder") -> None:
-        if not self.causal:
-            how = "no stateful or exact windowed decoder" if what == "decoder" else \
-                "no stateful encoder"
-            raise AudiotokError(f"{self.title} has no exact stream {what} here (it is not "
-                                f"causal, and has {how}); use encode()/decode() on whole "
-                                "inputs")
+    def segment_stream(self, direction: str):
+        """A "segments" codec's new stream of `direction`: push(...) -> what became final,
+        finish() -> the rest, copy(); an encoder's `scales` (see streaming/segments.py)."""
+        raise NotImplementedError
 
     # -- saving ------------------------------------------------------------------------------
     def save_pretrained(self, directory: str | os.PathLike) -> None:

@@ -18,6 +18,7 @@ from audiotok.cli import main
 from audiotok.codec import Codec
 from audiotok.errors import AudiotokError, CheckpointError
 from audiotok.models import registry
+from audiotok.streaming.spec import WINDOWS, StreamSpec
 from tests.bounds import ROUNDING
 from tests.conftest import S2_TINY, XCODEC2_TINY
 from tests.models.toy import FAMILY as TOY
@@ -40,9 +41,11 @@ def test_every_family_keeps_the_contract(family):
     for name, ref in family.llm_schemes.items():
         scheme = family.resolve(ref)
         assert scheme.name == name and scheme.summary and callable(scheme.for_codec)
-    if not cls.causal:
-        left, chunk, lookahead = cls.stream_window
-        assert left >= 0 and chunk >= 1 and lookahead >= 0
+    spec = cls.streaming  # one typed spec: what streams, each direction
+    assert isinstance(spec, StreamSpec)
+    assert spec.decode is not None or spec.window is None
+    if spec.decode == WINDOWS or spec.window is not None:
+        assert spec.window.chunk is None or spec.window.chunk >= 1
 
 
 def test_detection():

@@ -295,7 +295,7 @@ def test_offline_pieces_do_not_pack(monkeypatch, use, s2_codec):
         _close(layer(x), F.linear(x, layer.weight, layer.bias))
     assert packed == []
     torch.manual_seed(0)
-    chunk = s2_codec.decode_chunk_frames
+    chunk = s2_codec.streaming.pieces
     tokens = torch.stack([torch.randint(0, n, (chunk + 3,)) for n in s2_codec.codebook_sizes])
     audio = s2_codec.decode(tokens[None])
     codes = s2_codec.encode(audio[0], s2_codec.sample_rate)

@@ -117,27 +117,26 @@ def test_kv_ring_streams_ragged_rows_exactly_and_a_repeated_step_is_the_same():
         for i, (t, frames) in enumerate(zip(sizes, valid, strict=True)):
             piece = torch.stack([x[r, :, done[r] : done[r] + t] for r in range(3)])
             piece = torch.nn.functional.pad(piece, (0, t - piece.shape[-1]))
-            before = {"position": model.stream.get("position"),
-                      "layers": [dict(c) for c in model.stream.get("layers", [])]}
-            model.stream["ragged"] = Ragged(torch.tensor(frames), t)
+            state = model.current_state(3, x.device)
+            before = state.rebuilt(state.tensors())  # (the same tensors, in new containers)
+            model.ragged = Ragged(torch.tensor(frames), t)
             y = model(piece)
             if i % 3 == 1:  # run the step again from the state before it
-                after = {"position": model.stream["position"],
-                         "layers": [dict(c) for c in model.stream["layers"]]}
-                model.stream.update(before)
+                after = model.state
+                model.state = before
                 assert torch.equal(model(piece), y)
-                assert torch.equal(model.stream["position"], after["position"])
-                for a, b in zip(model.stream["layers"], after["layers"], strict=True):
-                    assert all(torch.equal(a[k], b[k]) for k in ("k", "v"))
+                for (name, a), (_, b) in zip(model.state.named_tensors(),
+                                             after.named_tensors(), strict=True):
+                    assert torch.equal(a, b), name
             for r in range(3):
                 got[r].append(y[r, :, : frames[r]])
                 done[r] += frames[r]
         for r in range(3):
             whole = torch.cat(got[r], -1)
             assert whole.shape[-1] == done[r]
-            model.stream = None
+            model.streaming = False
             offline = model(x[r : r + 1, :, : done[r]])[0]
-            model.stream = {}
+            model.streaming = True
             torch.testing.assert_close(whole, offline, atol=2e-5, rtol=0)
 
 
@@ -307,12 +306,12 @@ def test_streamed_transposed_conv_takes_the_transposed_kernel_on_long_pushes(mon
         torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
         # a ragged long push: the second row's stream has one valid frame fewer
         with streaming(conv):
-            conv.stream["ragged"] = Ragged(torch.tensor([long, long - 1]), long)
+            conv.ragged = Ragged(torch.tensor([long, long - 1]), long)
             conv(x[..., :long])
-            state = conv.stream["context"].clone()
+            state = conv.state.context.clone()
         with streaming(conv):
             conv(x[1:, :, : long - 1])
-            torch.testing.assert_close(conv.stream["context"], state[1:], rtol=0, atol=0)
+            torch.testing.assert_close(conv.state.context, state[1:], rtol=0, atol=0)
         calls.clear()
         with streaming(conv):
             conv(torch.randn(1, 8, long))  # one row: below the threshold

@@ -17,7 +17,7 @@ def test_long_decodes_reuse_one_copy_and_threads_get_their_own(s2_codec, monkeyp
     real = streaming_module.stream_copy
     monkeypatch.setattr(streaming_module, "stream_copy",
                         lambda m: made.append(1) or real(m))
-    tokens = random_tokens(s2_codec, 3 * s2_codec.decode_chunk_frames + 5, 0)[None]
+    tokens = random_tokens(s2_codec, 3 * s2_codec.streaming.pieces + 5, 0)[None]
     want = s2_codec.decode(tokens)
     assert len(made) <= 1  # (none when an earlier test left a copy to reuse)
     before = len(made)

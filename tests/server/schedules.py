@@ -49,7 +49,7 @@ def run_decode_schedule(engine, codec, streams: list[dict], seed: int, name: str
         want = codec.decode(t["tokens"])[0, 0].numpy()
         assert got.shape == want.shape
         assert np.abs(got - want).max() <= TOL
-    assert engine.table_in_use() == 0
+    assert engine.rows_in_use() == 0
 
 
 def run_encode_streams(engine, codec, audio: list[np.ndarray], rng, name: str = "s2",

@@ -157,10 +157,10 @@ def test_a_failing_step_fails_only_its_stream(s2_codec, monkeypatch):
     runner = engine.models["s2"].runners["decode"]
     run = runner.run
 
-    def flaky(streams, work):
+    def flaky(streams, inputs, ending):
         if any(s is b for s in streams):
             raise RuntimeError("simulated device error")
-        return run(streams, work)
+        return run(streams, inputs, ending)
 
     monkeypatch.setattr(runner, "run", flaky)
     tokens = random_tokens(s2_codec, 5, 2)
@@ -212,7 +212,8 @@ def test_a_step_failing_inside_the_model_leaves_every_state_as_it_was(s2_codec, 
 
     # a run of slots: 0 and 1
     a, b = engine.open_decode_stream("s2"), engine.open_decode_stream("s2")
-    assert [a.slot, b.slot] == [0, 1]
+    runner = engine.models["s2"].runners["decode"]
+    assert [runner.row(a).slots, runner.row(b).slots] == [[0], [1]]
     failures.clear()
     for s, t in ((a, tokens[0]), (b, tokens[1])):
         s.push(t[:, :3])
@@ -243,7 +244,7 @@ def test_admission_limits(s2_codec):
         b.push(random_tokens(s2_codec, 1, 0))
     engine.step()
     c = engine.open_decode_stream("s2")
-    assert c.slot == b.slot or c.slot is not None
+    assert engine.models["s2"].runners["decode"].has_row(c)  # b's, freed
     engine.encode("s2", np.zeros(100, np.float32))
     engine.encode("s2", np.zeros(100, np.float32))
     with pytest.raises(EngineBusy, match="2 requests queued"):
@@ -272,7 +273,7 @@ def test_released_slots_are_reset(s2_codec):
     """A slot used by a stream, then released, gives its next stream a fresh state."""
     engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=1, max_step_frames=4),
                     start=False)
-    assert engine.warmup() > 0 and engine.table_in_use() == 0  # leaves used slots behind
+    assert engine.warmup() > 0 and engine.rows_in_use() == 0  # leaves used slots behind
     tokens = random_tokens(s2_codec, 9, 4)
     want = s2_codec.decode(tokens)[0, 0].numpy()
     for _ in range(3):
@@ -395,9 +396,9 @@ def test_a_long_backlog_does_not_pad_every_row(s2_codec):
     runner = engine.models["s2"].runners["decode"]
     run, widths = runner.run, []
 
-    def recording(streams, work):
-        widths.append(max(w.shape[1] for w in work))
-        return run(streams, work)
+    def recording(streams, inputs, ending):
+        widths.append(max(x.tokens.shape[-1] for x in inputs))
+        return run(streams, inputs, ending)
 
     runner.run = recording
     live_tokens = [random_tokens(s2_codec, 6, 10 + i) for i in range(3)]
@@ -460,7 +461,7 @@ def test_warmup_runs_between_real_steps(s2_codec, xc_codec):
     got += list(s)
     want = s2_codec.decode(tokens)[0, 0].numpy()
     assert np.abs(np.concatenate(got) - want).max() <= TOL
-    assert engine.table_in_use() == 0
+    assert engine.rows_in_use() == 0
 
 
 def test_a_stream_opened_while_warmup_holds_the_last_slot_is_served(s2_codec):
@@ -468,19 +469,19 @@ def test_a_stream_opened_while_warmup_holds_the_last_slot_is_served(s2_codec):
     gets the slot when that step ends, and decodes exactly."""
     engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=1, max_batch=1), start=False)
     runner = engine.models["s2"].runners["decode"]
-    warm, opened = runner.warm, []
+    warm, opened = runner.warm_rows, []
 
-    def warm_and_open(slots, frames):
+    def warm_and_open(rows, frames):
         if not opened:  # a client arrives during the first warm-up step
-            assert runner.table.in_use == 1
+            assert runner.room() == 0
             opened.append(engine.open_decode_stream("s2"))
-            assert opened[0].slot is None
-        warm(slots, frames)
+            assert not runner.has_row(opened[0])
+        warm(rows, frames)
 
-    runner.warm = warm_and_open
+    runner.warm_rows = warm_and_open
     engine.start_warmup()
     tokens = random_tokens(s2_codec, 7, 5)
-    assert engine.step() and opened and opened[0].slot is not None
+    assert engine.step() and opened and runner.has_row(opened[0])
     s = opened[0]
     s.push(tokens)
     s.finish()
@@ -488,14 +489,14 @@ def test_a_stream_opened_while_warmup_holds_the_last_slot_is_served(s2_codec):
         pass
     want = s2_codec.decode(tokens)[0, 0].numpy()
     assert np.abs(np.concatenate(list(s)) - want).max() <= TOL
-    assert engine.warmup_status()["s2"]["complete"] and engine.table_in_use() == 0
+    assert engine.warmup_status()["s2"]["complete"] and engine.rows_in_use() == 0
 
 
 def test_warm_grid_covers_two_and_three_frame_batches():
     """After late steps streams have two or three frames waiting: every batch size is warmed at
     two and three frames too (each shape once, (1, 1) first), never more frames than a step
     takes; more frames at one stream only."""
-    from audiotok.server.batches import warm_grid
+    from audiotok.streaming.layers import warm_grid
 
     grid = warm_grid(4, 5)
     assert grid[0] == (1, 1) and len(grid) == len(set(grid)) == 4 + 4 + 3 + 3

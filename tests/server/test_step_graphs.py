@@ -1,4 +1,4 @@
-"""Engine steps as CUDA graphs (server/slots.py GraphedSteps): batches padded to bucket sizes,
+"""Engine steps as CUDA graphs (streaming/graphs.py GraphedSteps): batches padded to bucket sizes,
 one capture per (bucket, frames), rows gathered and written back around a pure function. The
 capture itself needs a GPU (benchmarks/gpu.py); here torch.fx's make_fx stands in for it with the
 property that matters: what runs is fixed when a shape is first seen, and later calls of that
@@ -10,7 +10,7 @@ import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
 from audiotok.server import Engine, EngineSettings
-from audiotok.server.slots import BUCKETS, bucket
+from audiotok.streaming.graphs import BUCKETS, bucket
 from tests.server.schedules import TOL, random_tokens, run_decode_schedule
 
 
@@ -44,7 +44,7 @@ class TraceCapture:
 def graphed_engine(codec, capture, **settings):
     engine = Engine({"s2": codec}, EngineSettings(**settings), start=False)
     for runner in engine.models["s2"].runners.values():
-        runner.use_graphs(capture=capture)
+        runner.streamer.use_graphs(capture=capture)
     return engine
 
 
@@ -63,7 +63,7 @@ def test_graphed_decode_streams_equal_offline(s2_codec):
     plan = [(0, 1, 10), (0, 2, 9), (1, 3, 12), (2, 1, 7), (4, 2, 11)]  # opens, push, frames
     run_decode_schedule(engine, s2_codec, [dict(opens=o, pushes=[p], frames=n, pace=1)
                                            for o, p, n in plan], seed=0)
-    graphs = engine.models["s2"].runners["decode"].graphs.graphs
+    graphs = engine.models["s2"].runners["decode"].streamer.graphs.graphs
     assert graphs.failed == {}
     assert len(capture.shapes) == len(set(capture.shapes))  # one capture per shape
     assert {b for b, _ in capture.shapes} <= set(BUCKETS)
@@ -79,7 +79,7 @@ def test_warmup_captures_every_bucket_so_serving_captures_none(s2_codec):
     engine = Engine({"s2": s2_codec}, EngineSettings(max_streams=2, max_batch=2,
                                                      max_step_frames=3), start=False)
     capture = TraceCapture()
-    engine.models["s2"].runners["decode"].use_graphs(capture=capture)
+    engine.models["s2"].runners["decode"].streamer.use_graphs(capture=capture)
     engine.warmup()
     assert sorted(capture.shapes) == [(b, f) for b in (1, 2) for f in (1, 2, 4)]
     tokens = [random_tokens(s2_codec, 7, seed) for seed in range(2)]
@@ -92,7 +92,7 @@ def test_warmup_captures_every_bucket_so_serving_captures_none(s2_codec):
         s.push(t[:, 3 + i:])
     finish_and_check(engine, s2_codec, streams, tokens)
     assert len(capture.shapes) == 6
-    assert engine.models["s2"].runners["decode"].graphs.graphs.failed == {}
+    assert engine.models["s2"].runners["decode"].streamer.graphs.graphs.failed == {}
 
 
 def test_graphed_encode_streams_equal_offline(s2_codec):
@@ -111,7 +111,7 @@ def test_graphed_encode_streams_equal_offline(s2_codec):
         got = np.concatenate(list(s), axis=1)
         want = s2_codec.encode(torch.from_numpy(a), s2_codec.sample_rate).tokens[0].numpy()
         assert np.array_equal(got, want)
-    assert engine.models["s2"].runners["encode"].graphs.graphs.failed == {}
+    assert engine.models["s2"].runners["encode"].streamer.graphs.graphs.failed == {}
 
 
 def test_a_shape_that_cannot_be_captured_runs_eagerly(s2_codec):
@@ -122,7 +122,7 @@ def test_a_shape_that_cannot_be_captured_runs_eagerly(s2_codec):
     for s, t in zip(streams, tokens, strict=True):
         s.push(t)
     finish_and_check(engine, s2_codec, streams, tokens)
-    failed = engine.models["s2"].runners["decode"].graphs.graphs.failed
+    failed = engine.models["s2"].runners["decode"].streamer.graphs.graphs.failed
     assert failed and all("capturing" in why for why in failed.values())
     assert len(capture.shapes) == len(set(capture.shapes))  # a failed shape is not retried
 
@@ -134,7 +134,7 @@ def test_a_failing_graphed_step_leaves_the_rows_as_they_were(s2_codec, monkeypat
     engine = graphed_engine(s2_codec, capture, max_step_frames=1)
     tokens = [random_tokens(s2_codec, 4, seed) for seed in range(2)]
     streams = [engine.open_decode_stream("s2") for _ in tokens]
-    graphs = engine.models["s2"].runners["decode"].graphs.graphs
+    graphs = engine.models["s2"].runners["decode"].streamer.graphs.graphs
     call, failures = type(graphs).__call__, []
 
     def fails_once_with_two_rows(self, *args):
@@ -172,4 +172,4 @@ def test_cuda_graphed_steps_equal_offline(monkeypatch):
             s.push(t[:, f: f + 2])
         engine.step()
     finish_and_check(engine, codec, streams, tokens, tol=1e-4)
-    assert engine.models["s2"].runners["decode"].graphs.graphs.failed == {}
+    assert engine.models["s2"].runners["decode"].streamer.graphs.graphs.failed == {}

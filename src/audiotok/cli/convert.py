@@ -40,7 +40,7 @@ def encode(inputs, output, fmt, model, device, threads):
     pairs = plan(inputs, output, AUDIO_SUFFIXES, "." + fmt, CODES_SUFFIXES)
     codec = load_codec(model, device, threads)
 
-    from ..stream import encode_file
+    from ..streaming.files import encode_file
 
     def work(src: Path, dst: Path) -> str:
         codes = encode_file(codec, src)
@@ -80,7 +80,7 @@ def decode(inputs, output, clamp, stream_mode, push_frames, model, device, threa
         raise click.UsageError("reading tokens from stdin (-) needs --stream")
     pairs = plan(inputs, output, CODES_SUFFIXES, ".wav", AUDIO_SUFFIXES)
     codec = load_codec(model, device, threads)
-    from ..stream import decode_to_file
+    from ..streaming.files import decode_to_file
 
     def work(src: Path, dst: Path) -> str:
         codes = load_codes(src)
@@ -172,7 +172,7 @@ def _raw_writer(stream, dtype):
 def reconstruct(inputs, output, sample_rate, model, device, threads, subtype):
     """Encode then decode audio files: hear what the codec keeps."""
     from ..audio import resample
-    from ..stream import decode_to_file, encode_file
+    from ..streaming.files import decode_to_file, encode_file
 
     pairs = plan(inputs, output, AUDIO_SUFFIXES, ".wav", AUDIO_SUFFIXES)
     codec = load_codec(model, device, threads)

@@ -48,13 +48,23 @@ def info(files, model, codecs, as_json, device):
         sys.exit(1)
 
 
+STREAM_KINDS = {
+    "layers": "exact, every layer's own state (library and server)",
+    "steps": "exact, stateful (library and server)",
+    "windows": "windowed (server)",
+    "segments": "exact, segment by segment (library and server)",
+    None: "none",
+}
+
+
 def _family_facts(family) -> dict:
-    cls = family.codec_class()
+    from ..streaming.spec import LAYERS
+
+    spec = family.codec_class().streaming  # (the family's; a variant may refine it)
     return {"title": family.title, "names": [p.name for p in family.presets],
-            "hub": [p.repo_id for p in family.presets], "causal": cls.causal,
-            "streaming": ("exact" if cls.causal else
-                          "exact, stateful (library and server)" if cls.stream_stateful else
-                          "exact windows" if cls.stream_exact else "windowed (server)"),
+            "hub": [p.repo_id for p in family.presets], "causal": spec.decode == LAYERS,
+            "streaming": STREAM_KINDS[spec.decode] + (
+                "" if spec.encode is None else f"; encode: {STREAM_KINDS[spec.encode]}"),
             "exports": family.export_formats(), "llm_schemes": list(family.llm_schemes),
             "load_options": {n: o.help for n, o in family.options.items()} or "none",
             "weights_licence": family.licence}

@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from torch.utils._pytree import tree_flatten, tree_flatten_with_path, tree_unflatten
 
 from .._version import __version__
 from ..errors import AudiotokError
 from ..nn.streaming import streaming, streaming_modules
 from ..nn.tracing import graph_export
+from ..streaming.spec import LAYERS
 
 FORMAT = "audiotok-onnx"
 FORMAT_VERSION = 2  # 2: a causal codec's whole-input graphs may be left out (offline_graphs)
@@ -73,44 +73,40 @@ class Call(torch.nn.Module):
 
 class Step(torch.nn.Module):
     """model.<method> in streaming mode with the state of `modules` passed in and returned,
-    flat: (x, state) -> (y, new state)."""
+    flat: (x, state) -> (y, new state); `templates`: each module's state structure."""
 
-    def __init__(self, model, method: str, modules, spec):
+    def __init__(self, model, method: str, modules, templates):
         super().__init__()
-        self.model, self.method, self.modules_, self.spec = model, method, modules, spec
+        self.model, self.method, self.modules_, self.templates = model, method, modules, templates
 
     def forward(self, x, state):
-        states = tree_unflatten(list(state), self.spec)
-        for m, s in zip(self.modules_, states, strict=True):
-            m.stream = dict(s)
+        it = iter(state)
+        for m, template in zip(self.modules_, self.templates, strict=True):
+            m.streaming, m.state = True, template.rebuilt(it)
         try:
             y = getattr(self.model, self.method)(x)
-            new = [{k: m.stream[k] for k in s} for m, s in zip(self.modules_, states,
-                                                                strict=True)]
+            new = [t for m in self.modules_ for t in m.state.tensors()]
         finally:
             for m in self.modules_:
-                m.stream = None
-        return y, *tree_flatten(new)[0]
+                m.streaming, m.state = False, None
+        return y, *new
 
 
-def step_state(codec, method: str) -> tuple[list, list[str], object]:
-    """(the streaming modules model.<method> uses, their state's flat names, the state's tree
-    spec), found by running one frame in streaming mode."""
+def step_state(codec, method: str) -> tuple[list, list[str], list]:
+    """(the streaming modules model.<method> uses, their state's flat names, their states'
+    structures), found by running one frame in streaming mode."""
     model = codec.model
     modules = streaming_modules(model)
     probe = (torch.zeros(1, codec.num_codebooks, 1, dtype=torch.long) if method == "decode"
              else torch.zeros(1, 1, codec.samples_per_frame))
     with torch.inference_mode(), streaming(model):
         getattr(model, method)(probe)
-        used = [m for m in modules if any(k != "ragged" for k in m.stream)]
+        used = [m for m in modules if m.state is not None]
     names_of = {m: n for n, m in model.named_modules()}
-    states = [m.initial_state(1, torch.device("cpu")) for m in used]
-    _, spec = tree_flatten(states)
-    names = []
-    for path, _ in tree_flatten_with_path(states)[0]:
-        index, *rest = (getattr(p, "key", getattr(p, "idx", None)) for p in path)
-        names.append(".".join(["state", names_of[used[index]], *(str(r) for r in rest)]))
-    return used, names, spec
+    templates = [m.new_state(1, torch.device("cpu")) for m in used]
+    names = [f"state.{names_of[m]}.{name}" for m, t in zip(used, templates, strict=True)
+             for name, _ in t.named_tensors()]
+    return used, names, templates
 
 
 def export_onnx(codec, out: str | os.PathLike, settings: OnnxSettings | None = None) -> Path:
@@ -127,7 +123,8 @@ def export_onnx(codec, out: str | os.PathLike, settings: OnnxSettings | None = N
         raise AudiotokError(f"ONNX export of {codec.title} is not available")
     if codec.dtype != torch.float32:
         raise AudiotokError("export from a float32 codec (load it with dtype=float32)")
-    if not codec.causal and settings != OnnxSettings():
+    layers = codec.streaming.decode == LAYERS
+    if not layers and settings != OnnxSettings():
         raise AudiotokError(f"max_push_frames and offline_graphs apply to causal codecs; "
                             f"{codec.title} has no step graphs (its graphs are whole-input)")
     out = Path(out)
@@ -136,7 +133,7 @@ def export_onnx(codec, out: str | os.PathLike, settings: OnnxSettings | None = N
     facts = {"format": FORMAT, "format_version": FORMAT_VERSION, "audiotok_version": __version__,
              "codec": codec.name, "model": codec.title, **codec.rate_facts(),
              "samples_per_frame": codec.samples_per_frame, "num_codebooks": codec.num_codebooks,
-             "codebook_sizes": list(codec.codebook_sizes), "causal": bool(codec.causal),
+             "codebook_sizes": list(codec.codebook_sizes), "causal": layers,
              "frame_rule": codec.frame_rule, "licence": codec.licence,
              "source": os.path.basename(str(codec.source))}
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent if out.parent.exists()
@@ -144,8 +141,10 @@ def export_onnx(codec, out: str | os.PathLike, settings: OnnxSettings | None = N
     try:
         with torch.no_grad(), graph_export(), _quiet():
             extra = codec.family.resolve(codec.family.onnx)(codec, tmp, facts, settings)
-        if not codec.causal:  # the runtime windows long inputs as the torch codec does
-            extra.update(window_frames=codec.window_frames, context_frames=codec.context_frames)
+        if not layers:  # the runtime windows long inputs as the torch codec does
+            long = codec.streaming.long_window
+            extra.update(window_frames=None if long is None else long.chunk,
+                         context_frames=0 if long is None else long.left)
         (tmp / MANIFEST).write_text(json.dumps({**facts, **extra}, indent=1) + "\n")
         umask = os.umask(0)
         os.umask(umask)
@@ -164,11 +163,11 @@ def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: 
     streaming through nn/streaming.py's modules), and with `offline` the whole-input encoder
     and decoder; the manifest's extra entries. Tracing runs `example_frames` frames (long
     enough that no attention window is specialised) and step graphs of up to `max_push` frames.
-    encoder_step=False, or an encoder that does not stream (Codec.encoder_streams): no encoder
-    step graph, and the encoder graph always. raw_samples: the encoder graphs take any number
-    of samples, their convolutions padding a last partial frame themselves
-    (Codec.pads_per_layer; the manifest's `encode_input: "samples"`): the runtime feeds a
-    stream's whole frames to the step graph and its last partial frame as it is."""
+    encoder_step=False, or an encoder that does not stream as loaded (Codec.stream_refusal): no
+    encoder step graph, and the encoder graph always. raw_samples: the encoder graphs take any
+    number of samples, their convolutions padding a last partial frame themselves
+    (StreamSpec.end_padding "layers"; the manifest's `encode_input: "samples"`): the runtime
+    feeds a stream's whole frames to the step graph and its last partial frame as it is."""
     model = codec.model.eval()
     spf = codec.samples_per_frame
     batch = torch.export.Dim("batch", min=1, max=4096)
@@ -178,7 +177,7 @@ def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: 
                          for s in codec.codebook_sizes], 1)
     audio = torch.randn(2, 1, example_frames * spf) * 0.1
     graphs, states = {}, {}
-    encoder_step = encoder_step and codec.encoder_streams
+    encoder_step = encoder_step and codec.stream_refusal("encode") is None
     if offline:
         graphs["decoder"] = export_graph(
             Call(model, lambda m, c: m.decode(c)), (codes,), tmp / "decoder.onnx", ["codes"],
@@ -197,10 +196,10 @@ def causal_graphs(codec, tmp: Path, facts: dict, example_frames: int, max_push: 
         steps["encoder_step"] = ("encode", audio[..., : 3 * spf - ragged], "audio", "codes",
                                  torch.export.Dim.DYNAMIC if raw_samples else spf * step_frames)
     for graph, (method, x, x_name, y_name, length) in steps.items():
-        modules, names, spec = step_state(codec, method)
-        state = tree_flatten([m.initial_state(2, torch.device("cpu")) for m in modules])[0]
+        modules, names, templates = step_state(codec, method)
+        state = [t for m in modules for t in m.new_state(2, torch.device("cpu")).tensors()]
         graphs[graph] = export_graph(
-            Step(model, method, modules, spec), (x, tuple(state)), tmp / f"{graph}.onnx",
+            Step(model, method, modules, templates), (x, tuple(state)), tmp / f"{graph}.onnx",
             [x_name, *names], [y_name, *[_new(n) for n in names]],
             ({0: batch, 2: length}, tuple({0: batch} for _ in state)), facts)
         states[graph] = [{"name": n, "shape": list(t.shape[1:]),

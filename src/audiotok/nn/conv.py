@@ -6,6 +6,8 @@ kernels each runs are nn/kernels' (the same sums as F.conv1d / F.conv_transpose1
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -20,7 +22,18 @@ from .kernels import (
     short_conv1d,
     transposed_new_samples,
 )
-from .streaming import StreamingModule, keep_last, ragged_of
+from .streaming import LayerState, StreamingModule, keep_last
+
+
+@dataclass
+class ConvState(LayerState):
+    context: torch.Tensor  # [B, C, left_pad]: the last input samples
+    started: torch.Tensor | None = None  # [B, 1, 1]: 1 once a row has had a sample (replicate)
+
+
+@dataclass
+class TransposedState(LayerState):
+    context: torch.Tensor  # [B, C, frames]: the last input frames that reach new samples
 
 
 class CausalConv1d(StreamingModule):
@@ -55,7 +68,7 @@ class CausalConv1d(StreamingModule):
         self.pad_mode = pad_mode
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.stream is not None:
+        if self.streaming:
             with packed_weights():  # a streaming step's few-row products (kernels)
                 return self._forward_streaming(x)
         length = x.shape[-1]
@@ -66,13 +79,13 @@ class CausalConv1d(StreamingModule):
         return conv1d_padded(x, c.weight, c.bias, self.stride, (self.left_pad, right_pad),
                              c.dilation[0], c.groups, self.pad_mode)
 
-    def initial_state(self, batch: int, device: torch.device) -> dict:
+    def new_state(self, batch: int, device: torch.device) -> ConvState:
         w = self.conv.weight
-        state = {"context": torch.zeros(batch, w.shape[1] * self.conv.groups, self.left_pad,
-                                        device=device, dtype=w.dtype)}
-        if self.pad_mode == "replicate":  # 1 once a row's stream has had its first sample
-            state["started"] = torch.zeros(batch, 1, 1, device=device, dtype=w.dtype)
-        return state
+        return ConvState(
+            torch.zeros(batch, w.shape[1] * self.conv.groups, self.left_pad, device=device,
+                        dtype=w.dtype),
+            torch.zeros(batch, 1, 1, device=device, dtype=w.dtype)
+            if self.pad_mode == "replicate" else None)
 
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
         # An input that is not a multiple of the stride ends the stream: it is padded on the
@@ -82,20 +95,18 @@ class CausalConv1d(StreamingModule):
         n = x.shape[-1]
         tail = (n + self.stride - 1) // self.stride * self.stride - n
         if self.left_pad > 0:
-            state = self._state(x.shape[0], x.device)
-            ragged = ragged_of(state)
-            valid = None if ragged is None else ragged.valid(x.shape[-1])
-            context = state["context"]
-            if self.pad_mode == "replicate":
-                started = state["started"]
+            state = self.current_state(x.shape[0], x.device)
+            valid = None if self.ragged is None else self.ragged.valid(x.shape[-1])
+            context = state.context
+            if self.pad_mode == "replicate":  # before its first sample: the row's first
                 first = x[..., :1].expand(-1, -1, self.left_pad).to(context.dtype)
-                context = torch.where(started > 0, context, first)
-                now = torch.ones_like(started) if valid is None else \
-                    (valid > 0).to(started.dtype).view(-1, 1, 1)
-                state["started"] = torch.maximum(started, now)
+                context = torch.where(state.started > 0, context, first)
+                now = torch.ones_like(state.started) if valid is None else \
+                    (valid > 0).to(state.started.dtype).view(-1, 1, 1)
+                state.started = torch.maximum(state.started, now)
             x = cat_time(context, x)
-            state["context"] = keep_last(x, self.left_pad,
-                                         None if valid is None else valid + self.left_pad)
+            state.context = keep_last(x, self.left_pad,
+                                      None if valid is None else valid + self.left_pad)
         if not statically_known_true(tail == 0):
             x = F.pad(x, (0, tail), mode=self.pad_mode)
         c = self.conv
@@ -114,30 +125,29 @@ class CausalConvTranspose1d(StreamingModule):
                                        groups=groups, bias=bias)
         self.stride = stride
         self.trim = kernel_size - stride
-        self.context_frames = -(-kernel_size // stride) - 1  # earlier frames reaching a new one
+        self.earlier_frames = -(-kernel_size // stride) - 1  # earlier frames reaching a new one
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.stream is not None:
+        if self.streaming:
             with packed_weights():  # a streaming step's few-row products (kernels)
                 return self._forward_streaming(x)
         c = self.conv
         y = conv_transpose1d_padded(x, c.weight, c.bias, self.stride, groups=c.groups)
         return y[..., : y.shape[-1] - self.trim] if self.trim else y
 
-    def initial_state(self, batch: int, device: torch.device) -> dict:
+    def new_state(self, batch: int, device: torch.device) -> TransposedState:
         w = self.conv.weight
-        return {"context": torch.zeros(batch, w.shape[0], self.context_frames, device=device,
-                                       dtype=w.dtype)}
+        return TransposedState(torch.zeros(batch, w.shape[0], self.earlier_frames,
+                                           device=device, dtype=w.dtype))
 
     def _forward_streaming(self, x: torch.Tensor) -> torch.Tensor:
-        c, n = self.context_frames, x.shape[-1]
+        c, n = self.earlier_frames, x.shape[-1]
         if c == 0:
             return transposed_new_samples(x, self.conv, 0)
-        state = self._state(x.shape[0], x.device)
-        ragged = ragged_of(state)
-        end = None if ragged is None else ragged.valid(n) + c
-        x = cat_time(state["context"], x)
-        state["context"] = keep_last(x, c, end)
+        state = self.current_state(x.shape[0], x.device)
+        end = None if self.ragged is None else self.ragged.valid(n) + c
+        x = cat_time(state.context, x)
+        state.context = keep_last(x, c, end)
         return transposed_new_samples(x, self.conv, c)
 
 

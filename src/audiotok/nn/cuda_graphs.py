@@ -1,4 +1,4 @@
-"""CUDA graphs of whole encode/decode calls (and of serving engine steps, server/slots.py), one
+"""CUDA graphs of whole encode/decode calls (and of serving engine steps, streaming/graphs.py), one
 per input shape.
 
 On a GPU, a small batch spends most of its time launching hundreds of small kernels. A CUDA graph

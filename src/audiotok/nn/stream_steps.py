@@ -200,11 +200,14 @@ class Residual(Step):
 
 
 def stack(steps: list[Step]) -> Step:
-    """One step over the rows of `steps` (the same layer, states of the same shapes)."""
+    """One step over the rows of `steps` (the same layer, states of the same shapes). Steps
+    replace their state tensors (never write into them), so the step of one is a structural
+    copy sharing its tensors."""
     out = copy.copy(steps[0])
     for name in out.STATE:
         values = [getattr(step, name) for step in steps]
-        setattr(out, name, None if values[0] is None else torch.cat(values, 0))
+        setattr(out, name, values[0] if values[0] is None or len(values) == 1
+                else torch.cat(values, 0))
     for name in out.children:
         value = getattr(out, name)
         if isinstance(value, list):

@@ -1,18 +1,19 @@
-"""Streaming state carried by modules between calls.
+"""Streaming state carried by layers between calls.
 
-Inside `with streaming(module, ...)`, every StreamingModule below the given modules keeps what
-it needs from earlier calls (a conv's left context, a transformer's KV cache and positions), so
+While a StreamingModule streams (inside `with streaming(module, ...)`, or a step of the rows of
+many streams: streaming/layers.py), it keeps what it needs from earlier calls in `state`, a
+typed LayerState (a conv's left context, a transformer's positions and key/value rings), so
 feeding a signal in consecutive pieces gives the output of feeding it whole. Outside, the
-modules are stateless. The state lives in `module.stream` (a dict, None when not streaming).
+modules are stateless.
 
-Every state tensor has the batch as its first dimension and a fixed size (zeros before the first
-call, as `initial_state` makes them), so the rows of many streams can be gathered into one batch
-and scattered back (server/slots.py). A call replaces its state tensors, or writes into them
-only where they hold nothing the state reads (so a call that fails, or one made twice on the
-same state, leaves the state meaning the same). Rows in one call may carry different numbers of
-valid frames: the batch is right-padded to the longest, and `Ragged` tells each module where
-each row's valid input ends, so it keeps the state as of that point. Being causal, padding never
-reaches a valid output.
+Every state tensor has the batch as its first dimension and a fixed size (zeros before the
+first call, as `new_state` makes them), so the rows of many streams can be gathered into one
+batch and scattered back. A call replaces its state tensors, or writes into them only where
+they hold nothing the state reads (so a call that fails, or one made twice on the same state,
+leaves the state meaning the same). Rows in one call may carry different numbers of valid
+frames: the batch is right-padded to the longest, and the module's `ragged` tells it where
+each row's valid input ends, so it keeps the state as of that point. Being causal, padding
+never reaches a valid output.
 """
 
 from __future__ import annotations
@@ -20,29 +21,13 @@ from __future__ import annotations
 import contextlib
 import copy
 import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, fields, replace
 
 import torch
 from torch import nn
 
 from .tracing import exporting
-
-
-class StreamingModule(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.stream: dict | None = None
-
-    def initial_state(self, batch: int, device: torch.device) -> dict:
-        """The state before the first call, for `batch` rows (tensors with batch first)."""
-        raise NotImplementedError
-
-    def _state(self, batch: int, device: torch.device) -> dict:
-        """The current state, made on first use."""
-        if not any(k for k in self.stream if k != "ragged"):
-            self.stream.update(self.initial_state(batch, device))
-        return self.stream
 
 
 @dataclass(frozen=True)
@@ -58,8 +43,73 @@ class Ragged:
         return self.frames * (length // self.total)
 
 
-def ragged_of(state: dict) -> Ragged | None:
-    return state.get("ragged")
+@dataclass
+class LayerState:
+    """A streaming layer's state: batch-first tensors, the same structure whatever the batch.
+    A field holds a tensor, None, a LayerState, or a list of tensors or LayerStates."""
+
+    def named_tensors(self, prefix: str = "") -> list[tuple[str, torch.Tensor]]:
+        """(dotted name, tensor) of every state tensor, in field order ("layers.0.k")."""
+        out = []
+        for f in fields(self):
+            _collect(getattr(self, f.name), prefix + f.name, out)
+        return out
+
+    def tensors(self) -> list[torch.Tensor]:
+        """Every state tensor, in named_tensors()' order."""
+        return [t for _, t in self.named_tensors()]
+
+    def mapped(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> LayerState:
+        """A state of the same structure whose tensors are fn(each tensor)."""
+        return self.rebuilt(fn(t) for t in self.tensors())
+
+    def rebuilt(self, tensors) -> LayerState:
+        """A state of the same structure holding `tensors` (in tensors()' order)."""
+        it = iter(tensors)
+        return _rebuild(self, it)
+
+
+def _collect(value, name: str, out: list) -> None:
+    if isinstance(value, torch.Tensor):
+        out.append((name, value))
+    elif isinstance(value, LayerState):
+        out.extend(value.named_tensors(name + "."))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _collect(v, f"{name}.{i}", out)
+
+
+def _rebuild(value, it):
+    if isinstance(value, torch.Tensor):
+        return next(it)
+    if isinstance(value, LayerState):
+        return replace(value, **{f.name: _rebuild(getattr(value, f.name), it)
+                                 for f in fields(value)})
+    if isinstance(value, list):
+        return [_rebuild(v, it) for v in value]
+    return value
+
+
+class StreamingModule(nn.Module):
+    """A layer that streams: `new_state(batch, device)` gives a new stream's state; while
+    `streaming` is set, forward reads and advances `state` (made on first use), and `ragged`
+    (None: every row valid) tells it each row's valid input."""
+
+    def __init__(self):
+        super().__init__()
+        self.streaming = False
+        self.state: LayerState | None = None
+        self.ragged: Ragged | None = None
+
+    def new_state(self, batch: int, device: torch.device) -> LayerState:
+        """The state before the first call, for `batch` rows."""
+        raise NotImplementedError
+
+    def current_state(self, batch: int, device: torch.device) -> LayerState:
+        """The state of this stream (a new one on the first call)."""
+        if self.state is None:
+            self.state = self.new_state(batch, device)
+        return self.state
 
 
 def keep_last(x: torch.Tensor, size: int, end: torch.Tensor | None, dim: int = -1
@@ -91,15 +141,15 @@ def streaming_modules(*roots: nn.Module) -> list[StreamingModule]:
 def streaming(*roots: nn.Module) -> Iterator[None]:
     """Give every StreamingModule under `roots` a fresh state; drop it on exit."""
     modules = streaming_modules(*roots)
-    if any(m.stream is not None for m in modules):
+    if any(m.streaming for m in modules):
         raise RuntimeError("these modules are already streaming; close the other stream first")
     for m in modules:
-        m.stream = {}
+        m.streaming, m.state, m.ragged = True, None, None
     try:
         yield
     finally:
         for m in modules:
-            m.stream = None
+            m.streaming, m.state, m.ragged = False, None, None
 
 
 def stream_copy(module: nn.Module) -> nn.Module:

@@ -12,7 +12,6 @@ position, which RoPE continues, and per layer a ring of keys and values (KVRing 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from torch import nn
 
 from .kernels import few_queries, few_query_attention, packed_weights
 from .linear import Linear
-from .streaming import StreamingModule, ragged_of
+from .streaming import LayerState, StreamingModule
 from .tracing import exporting
 
 UNBOUNDED = 1 << 20  # a window no input reaches: every earlier position is attended to
@@ -215,7 +214,7 @@ class KVRing:
     A step of t <= slack new positions writes its keys into their slots in place and attends
     over the whole ring. It overwrites only positions that no query of this step or later
     reaches (older than the window), so the ring before the step still holds all that its
-    position needs: a failed step leaves the state meaning what it meant (server/slots.py
+    position needs: a failed step leaves the state meaning what it meant (the engine
     retries such a batch stream by stream), with no copy of the cache per step. A row with
     fewer valid steps (Ragged) writes its padding into slots of positions it has not reached,
     which the masks never show and the next steps overwrite first. Longer steps and graph
@@ -254,33 +253,40 @@ class KVRing:
         """window - 1 + slack slots (slack: the most steps written in place)."""
         return window - 1 + max(16, window // 8)
 
-    @classmethod
-    def initial(cls, window: int, batch: int, heads: int, head_dim: int, dtype: torch.dtype,
-                device: torch.device) -> dict:
-        shape = (batch, heads, cls.size_for(window), head_dim)
-        return {"k": torch.zeros(shape, device=device, dtype=dtype),
-                "v": torch.zeros(shape, device=device, dtype=dtype)}
-
-    def attend(self, cache: dict, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-               pos: torch.Tensor, repeat: int) -> torch.Tensor:
-        """Attention of the step's queries q [B, H, t, D] over the ring and the step's keys and
-        values k, v [B, H_kv, t, D] (each kv head serving `repeat` query heads); updates
-        `cache`."""
+    def attend(self, state: TransformerState, layer: int, q: torch.Tensor, k: torch.Tensor,
+               v: torch.Tensor, pos: torch.Tensor, repeat: int) -> torch.Tensor:
+        """Attention of the step's queries q [B, H, t, D] over layer `layer`'s ring and the
+        step's keys and values k, v [B, H_kv, t, D] (each kv head serving `repeat` query
+        heads); advances the ring in `state`."""
+        cache = state.layers[layer]
+        keys, values = cache.k, cache.v
         if self.in_place:
             index = self.write.expand(-1, k.shape[1], -1, k.shape[3])
-            cache["k"].scatter_(2, index, k)
-            cache["v"].scatter_(2, index, v)
-            k, v = _repeat(cache["k"], repeat), _repeat(cache["v"], repeat)
+            keys.scatter_(2, index, k)
+            values.scatter_(2, index, v)
+            k, v = _repeat(keys, repeat), _repeat(values, repeat)
             if few_queries(q, k, v):
                 return few_query_attention(q, k, v, self.bias)
             return F.scaled_dot_product_attention(q, k, v, attn_mask=self.mask)
         order = self.order.expand(-1, k.shape[1], -1, k.shape[3])
-        k = torch.cat([cache["k"].gather(2, order), k], dim=2)
-        v = torch.cat([cache["v"].gather(2, order), v], dim=2)
+        k = torch.cat([keys.gather(2, order), k], dim=2)
+        v = torch.cat([values.gather(2, order), v], dim=2)
         keep = self.keep.expand(-1, k.shape[1], -1, k.shape[3])
-        cache["k"], cache["v"] = k.gather(2, keep), v.gather(2, keep)
+        cache.k, cache.v = k.gather(2, keep), v.gather(2, keep)
         return windowed_attention(q, _repeat(k, repeat), _repeat(v, repeat), pos, self.k_pos,
                                   self.window)
+
+
+@dataclass
+class KVCache(LayerState):
+    k: torch.Tensor  # [B, kv heads, ring slots, head_dim] (KVRing)
+    v: torch.Tensor
+
+
+@dataclass
+class TransformerState(LayerState):
+    position: torch.Tensor  # [B]: the next position of each row
+    layers: list[KVCache]
 
 
 def _repeat(x: torch.Tensor, n: int) -> torch.Tensor:
@@ -297,9 +303,9 @@ class Attention(nn.Module):
         self.wo = Linear(q_size, cfg.dim, bias=False)
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor,
-                cache: dict | None = None, ring: KVRing | None = None) -> torch.Tensor:
-        """cache: this layer's streaming state (a KVRing's keys and values), or None
-        offline."""
+                stream: tuple[KVRing, TransformerState, int] | None = None) -> torch.Tensor:
+        """stream: the step's ring, the transformer's state and this layer's index in it (None
+        offline)."""
         cfg = self.cfg
         b, t, _ = x.shape
         qk, v = self.wqkv(x).split(self.split, dim=-1)
@@ -308,8 +314,9 @@ class Attention(nn.Module):
         q, k = qk.transpose(1, 2).split((cfg.n_head, cfg.kv_heads), dim=1)
         v = v.view(b, t, cfg.kv_heads, cfg.head_dim).transpose(1, 2)
         repeat = cfg.n_head // cfg.kv_heads
-        if cache is not None:
-            y = ring.attend(cache, q, k, v, pos, repeat)
+        if stream is not None:
+            ring, state, layer = stream
+            y = ring.attend(state, layer, q, k, v, pos, repeat)
         else:
             y = windowed_attention(q, _repeat(k, repeat), _repeat(v, repeat), pos, pos,
                                    cfg.window)
@@ -328,9 +335,9 @@ class TransformerBlock(nn.Module):
         self.ffn_layer_scale = LayerScale(cfg.dim)
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor, pos: torch.Tensor,
-                cache: dict | None = None, ring: KVRing | None = None) -> torch.Tensor:
+                stream: tuple[KVRing, TransformerState, int] | None = None) -> torch.Tensor:
         h = x + self.attention_layer_scale(
-            self.attention(self.attention_norm(x), rope, pos, cache, ring))
+            self.attention(self.attention_norm(x), rope, pos, stream))
         return h + self.ffn_layer_scale(self.feed_forward(self.ffn_norm(h)))
 
 
@@ -347,30 +354,30 @@ class WindowedTransformer(StreamingModule):
         self.layers = nn.ModuleList(TransformerBlock(cfg) for _ in range(cfg.n_layer))
         self.norm = make_norm(cfg) if cfg.final_norm else nn.Identity()
 
-    def initial_state(self, batch: int, device: torch.device) -> dict:
+    def new_state(self, batch: int, device: torch.device) -> TransformerState:
         cfg, w = self.cfg, self.layers[0].attention.wqkv.weight
-        return {"position": torch.zeros(batch, dtype=torch.long, device=device),
-                "layers": [KVRing.initial(cfg.window, batch, cfg.kv_heads, cfg.head_dim,
-                                          w.dtype, device)
-                           for _ in self.layers]}
+        shape = (batch, cfg.kv_heads, KVRing.size_for(cfg.window), cfg.head_dim)
+        return TransformerState(
+            torch.zeros(batch, dtype=torch.long, device=device),
+            [KVCache(torch.zeros(shape, device=device, dtype=w.dtype),
+                     torch.zeros(shape, device=device, dtype=w.dtype)) for _ in self.layers])
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x.transpose(1, 2)
         b, t = x.shape[:2]
         steps = torch.arange(t, device=x.device)
-        caches, ring = [None] * len(self.layers), None
-        if self.stream is None:
-            pos = steps
-        else:
-            state = self._state(b, x.device)
-            ragged = ragged_of(state)
-            end = None if ragged is None else ragged.valid(t)
-            pos = state["position"][:, None] + steps  # [B, t]
-            ring = KVRing(self.cfg.window, pos, t, end)
-            state["position"] = state["position"] + (t if end is None else end)
-            caches = state["layers"]
+        if not self.streaming:
+            rope = rope_table(steps, self.cfg.head_dim, self.cfg.rope_base, self.cfg.rope_dtype)
+            for layer in self.layers:
+                x = layer(x, rope, steps)
+            return self.norm(x).transpose(1, 2)
+        state = self.current_state(b, x.device)
+        end = None if self.ragged is None else self.ragged.valid(t)
+        pos = state.position[:, None] + steps  # [B, t]
+        ring = KVRing(self.cfg.window, pos, t, end)
+        state.position = state.position + (t if end is None else end)
         rope = rope_table(pos, self.cfg.head_dim, self.cfg.rope_base, self.cfg.rope_dtype)
-        with packed_weights() if ring is not None else contextlib.nullcontext():
-            for layer, cache in zip(self.layers, caches, strict=True):
-                x = layer(x, rope, pos, cache, ring)
+        with packed_weights():  # a streaming step's few-row products (kernels)
+            for i, layer in enumerate(self.layers):
+                x = layer(x, rope, pos, (ring, state, i))
         return self.norm(x).transpose(1, 2)

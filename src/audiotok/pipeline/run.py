@@ -143,7 +143,7 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
         from ..models import load
 
         codec, spec = load(model, device=device, dtype=dtype), str(model)
-    if codec.codes_carry_scales or codec.channels != 1:
+    if codec.streaming.scales or codec.channels != 1:
         raise AudiotokError(f"{codec.title} ({codec.channels} channels, codes with segment "
                             "scales) is not tokenized into corpus shards, which hold mono "
                             "tokens only; use `audiotok encode` (its .codes files keep them)")

@@ -54,7 +54,7 @@ class OnnxCodec(FrameMath):
                                   f"reads ({FORMAT_VERSION}); upgrade audiotok")
         self.facts = facts
         self.name, self.title, self.licence = facts["codec"], facts["model"], facts["licence"]
-        self.causal = bool(facts["causal"])
+        self.step_graphs = bool(facts["causal"])  # a causal codec's export: step graphs
         self.sample_rate = int(facts["sample_rate"])
         # the rate encode takes, when it is not the decoded audio's (NeuCodec: 16 kHz in)
         self.input_rate = int(facts.get("input_sample_rate", self.sample_rate))
@@ -162,7 +162,7 @@ class OnnxCodec(FrameMath):
         """Items run as one batch: all of them for a causal codec fed whole frames (padding
         never reaches an item's frames), else those of equal length (`lengths`, default
         frames; a long one alone: it is windowed)."""
-        if self.causal and not raw:
+        if self.step_graphs and not raw:
             return [list(range(len(frames)))]
         groups: dict[int, list[int]] = {}
         for i, (n, key) in enumerate(zip(frames, lengths or frames, strict=True)):
@@ -321,7 +321,7 @@ class OnnxCodec(FrameMath):
         return OnnxStreamEncoder(self, batch_size)
 
     def _step_session(self, graph: str):
-        if not self.causal:  # as the torch codec says it
+        if not self.step_graphs:  # as the torch codec says it
             raise AudiotokError(f"{self.title} is not causal (it attends to the whole signal), "
                                 "so it cannot stream exactly; use encode()/decode(), which "
                                 "process long inputs in overlapping windows")

@@ -9,8 +9,8 @@ from importlib import import_module
 from .errors import EngineBusy, EngineError, StreamClosed
 from .settings import EngineSettings, WindowSettings
 
-_LAZY = {"Engine": ".engine", "EngineStats": ".engine", "DecodeStream": ".streams",
-         "EncodeStream": ".streams", "ScaledTokens": ".batches"}
+_LAZY = {"Engine": ".engine", "EngineStats": ".stats", "DecodeStream": ".streams",
+         "EncodeStream": ".streams", "ScaledTokens": ".requests"}
 
 __all__ = ["DecodeStream", "EncodeStream", "Engine", "EngineBusy", "EngineError",
            "EngineSettings", "EngineStats", "ScaledTokens", "StreamClosed", "WindowSettings"]

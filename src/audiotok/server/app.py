@@ -186,5 +186,6 @@ def _status(e: AudiotokError) -> int:
 
 
 def _model_facts(name: str, served) -> dict:
+    decode = served.runners.get("decode")
     return {"name": name, **served.codec.info(), "streaming": {
-        "decode": served.runners["decode"].mode, "encode": "encode" in served.runners}}
+        "decode": None if decode is None else decode.mode, "encode": "encode" in served.runners}}

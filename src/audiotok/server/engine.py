@@ -8,18 +8,13 @@ concurrent streams batched step by step, and offline requests batched in short w
     tokens = await engine.aencode("tts", audio)      # the same from asyncio
     engine.close()                                    # drain, then stop the worker
 
-Each step runs, for every model and stream kind, one batch of the streams that have work: new
-streams first (first audio), then those whose real-time playback would run dry soonest; at most
-`max_batch` streams, each with the lower median of their waiting frames (at most
-`max_step_frames`; see batches.py). A batch waits up to
-`step_wait_ms` for the frames of other open streams (streams push at their own moments; without
-the wait, each step would run one or two of them), unless a new stream waits for its first
-audio or every open stream has frames waiting. Between stream steps, at most
-one batch of offline requests per model runs once its collection window (`batch_wait_ms`) has
-passed, so neither starves the other. Admission is bounded everywhere: open streams
-(`max_streams`), queued offline requests, and each stream's input and unread output
-(`max_backlog_seconds`); beyond a bound the caller gets EngineBusy at once. A codec loaded with
-CUDA graphs has its stream steps replayed as graphs too (slots.GraphedSteps). No web code here.
+What runs when is scheduler.py's (a pure function of what waits); how a stream's step runs is
+its runner's (runner.py, over the codec's Streamer). The engine holds the lock and the worker
+loop, admits streams and requests, and executes each plan: under the lock it takes the plan's
+input out of the streams, outside it runs the model calls, then hands the outputs over. Between
+steps it runs one shape of the warm-up (warmup.py). Admission is bounded everywhere: open
+streams (`max_streams`), queued offline requests, and each stream's input and unread output
+(`max_backlog_seconds`); beyond a bound the caller gets EngineBusy at once. No web code here.
 """
 
 from __future__ import annotations
@@ -29,25 +24,19 @@ import itertools
 import logging
 import threading
 import time
-from collections import Counter, deque
+from collections import deque
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from ..codec import Codec
 from ..errors import AudioError, AudiotokError
-from .batches import (
-    CausalDecode,
-    CausalEncode,
-    ScaledDecode,
-    ScaledEncode,
-    StatefulDecode,
-    StatefulEncode,
-    WindowedDecode,
-    run_offline,
-)
-from .settings import EngineSettings, WindowSettings
+from .requests import run_offline
+from .runner import Runner
+from .scheduler import QueueView, RequestView, StreamView, schedule
+from .settings import EngineSettings
+from .stats import EngineStats
 from .streams import (
     _END,
     DecodeStream,
@@ -65,48 +54,6 @@ from .warmup import Warmup
 log = logging.getLogger("audiotok.server")
 
 
-class Histogram:
-    """Cumulative counts of observations at or below each bound (Prometheus style)."""
-
-    def __init__(self, bounds: tuple[float, ...]):
-        self.bounds = bounds
-        self.counts = [0] * len(bounds)
-        self.count = 0
-        self.sum = 0.0
-
-    def observe(self, value: float) -> None:
-        self.count += 1
-        self.sum += value
-        for i, b in enumerate(self.bounds):
-            if value <= b:
-                self.counts[i] += 1
-
-
-LATENCY_BOUNDS = (0.01, 0.025, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 2.0, 5.0, 10.0)
-BATCH_BOUNDS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-
-
-@dataclass
-class EngineStats:
-    """Counters since the engine started (the server exports them as metrics)."""
-
-    steps: Counter = field(default_factory=Counter)  # (model, kind) -> steps
-    step_seconds: Counter = field(default_factory=Counter)  # (model, kind) -> seconds
-    batch_sizes: Counter = field(default_factory=Counter)  # streams or requests per batch
-    batch_hist: Histogram = field(default_factory=lambda: Histogram(BATCH_BOUNDS))
-    step_hist: Histogram = field(default_factory=lambda: Histogram(LATENCY_BOUNDS))
-    first_audio: Histogram = field(default_factory=lambda: Histogram(LATENCY_BOUNDS))
-    audio_seconds: Counter = field(default_factory=Counter)  # model -> seconds produced
-    errors: Counter = field(default_factory=Counter)  # kind -> count
-
-    def step(self, model: str, kind: str, size: int, seconds: float) -> None:
-        self.steps[model, kind] += 1
-        self.step_seconds[model, kind] += seconds
-        self.batch_sizes[size] += 1
-        self.batch_hist.observe(size)
-        self.step_hist.observe(seconds)
-
-
 @dataclass
 class _Request:
     kind: str  # "encode" | "decode"
@@ -117,32 +64,19 @@ class _Request:
 
 
 class Served:
-    """One loaded model and everything the engine keeps for it."""
+    """One loaded model and everything the engine keeps for it: its open streams, its queued
+    requests, and a runner per stream kind its codec streams."""
 
     def __init__(self, name: str, codec: Codec, settings: EngineSettings):
         self.name = name
         self.codec = codec
         self.streams: list[Stream] = []
         self.requests: deque[_Request] = deque()
-        if codec.causal:
-            self.runners = {
-                "decode": CausalDecode(codec, settings.max_streams, settings.max_step_frames)}
-            if codec.encoder_streams:
-                self.runners["encode"] = CausalEncode(codec, settings.max_streams,
-                                                      settings.max_step_frames)
-            if codec.graphs is not None:  # loaded with CUDA graphs: the steps replay them too
-                for runner in self.runners.values():
-                    runner.use_graphs()
-        elif codec.codes_carry_scales:  # segment by segment, each with its scale
-            self.runners = {"decode": ScaledDecode(codec, settings.max_step_frames)}
-        elif codec.stream_stateful and settings.window is None:
-            self.runners = {"decode": StatefulDecode(codec, settings.max_step_frames)}
-        else:
-            window = settings.window or WindowSettings(*codec.stream_window)
-            self.runners = {"decode": WindowedDecode(codec, window)}
-        if codec.encode_stateful:
-            self.runners["encode"] = (ScaledEncode if codec.codes_carry_scales else
-                                      StatefulEncode)(codec, settings.max_step_frames)
+        self.runners: dict[str, Runner] = {}
+        for kind in ("decode", "encode"):
+            if (codec.streaming.decode if kind == "decode" else codec.streaming.encode) and \
+                    not codec.stream_refusal(kind):
+                self.runners[kind] = Runner(codec, kind, settings)
 
 
 class Engine:
@@ -164,7 +98,7 @@ class Engine:
         self._due_at: float | None = None  # when a deferred batch is due (worker's wait)
         self.warming = Warmup()  # start_warmup() plans it; the worker runs it between steps
         self._on_warm = None
-        self._warm_held: dict[tuple[str, str], int] = {}  # slots a warm-up step holds
+        self._warm_held: dict[tuple[str, str], int] = {}  # rows a warm-up step holds
         if start:
             self.worker = threading.Thread(target=self._loop, name="audiotok-engine",
                                            daemon=True)
@@ -176,37 +110,40 @@ class Engine:
         return self._open(DecodeStream, model, clamp)
 
     def open_encode_stream(self, model: str) -> EncodeStream:
-        """A new encode stream (audio in, tokens out); causal codecs and those with a stateful
-        encoder stream only."""
+        """A new encode stream (audio in, tokens out), for a codec that streams its encoder."""
         served = self._served(model)
         if "encode" not in served.runners:
-            why = "its settings keep no bounded encoder state" if served.codec.causal else \
+            codec = served.codec
+            why = "its settings keep no bounded encoder state" if codec.streaming.encode else \
                 "it is not causal"
-            raise EngineError(f"model {model!r} ({served.codec.title}) cannot encode a stream "
+            raise EngineError(f"model {model!r} ({codec.title}) cannot encode a stream "
                               f"({why}); send the whole audio to encode")
         return self._open(EncodeStream, model, False)
 
     def _open(self, cls, model: str, clamp: bool) -> Stream:
         served = self._served(model)
+        if cls.kind not in served.runners:
+            raise EngineError(f"model {model!r} ({served.codec.title}) cannot {cls.kind} a "
+                              "stream; send the whole input")
         with self.cond:
             self._check_accepting()
-            s = cls(self, served, clamp=clamp)
-            runner = served.runners[s.kind]
             if len(served.streams) >= self.settings.max_streams:
                 raise EngineBusy(f"model {model!r} has {len(served.streams)} open streams "
                                  f"(max_streams {self.settings.max_streams}); try again later")
-            if hasattr(runner, "table"):
-                s.slot = runner.table.acquire()
-                # a warm-up step holding slots gives them back after that step (_warm_one); the
-                # slots of aborted streams not yet reset come back at the next step
-                if s.slot is None and not self._warm_held.get((model, s.kind)):
-                    raise EngineBusy(f"model {model!r}: no free {s.kind} slot; try again later")
+            s = cls(self, model, served.codec, next(self._ids), clamp=clamp)
+            runner = served.runners[s.kind]
+            # a warm-up step holding the last rows gives them back after that step (_warm_one),
+            # and the rows of aborted streams come back at the next step: meanwhile, no row
+            if not runner.admit(s) and not self._warm_held.get((model, s.kind)):
+                raise EngineBusy(f"model {model!r}: no free {s.kind} slot; try again later")
             served.streams.append(s)
         return s
 
-    def _push(self, s: Stream, chunk, units: int, scales: np.ndarray | None = None) -> None:
+    def submit(self, s: Stream, chunk, units: int, scales: np.ndarray | None = None) -> None:
+        """Queue a stream's input (`units` frames or samples; a decode stream's segment scales):
+        EngineBusy past the backlog limits, StreamClosed once it is finishing or over."""
         with self.cond:
-            s._accept(units)
+            self._admit_input(s, units)
             if scales is not None and scales.size:
                 s.scales_pending.append(scales)
                 self.cond.notify_all()
@@ -222,13 +159,32 @@ class Engine:
                 s.samples_in += units
             self.cond.notify_all()
 
-    def _finish(self, s: Stream) -> None:
+    def _admit_input(self, s: Stream, units: int) -> None:
+        if s.state != "open":
+            raise StreamClosed(f"stream {s.id} is {s.state}; no more input")
+        limit = self.settings.max_backlog_seconds
+        codec = s.codec
+        rate = codec.frame_rate if s.unit == "frame" else codec.input_rate
+        backlog = (s.held + units) / rate
+        unread = s.outbox.queued_samples / (codec.sample_rate if s.kind != "encode"
+                                            else codec.frame_rate)
+        if backlog > limit or unread > limit:
+            what = "input waiting" if backlog > limit else "output unread"
+            raise EngineBusy(f"stream {s.id}: more than {limit:g} s of {what}; push slower or "
+                             "read the output")
+        if s.first_push is None:
+            s.first_push = time.monotonic()
+
+    def finish(self, s: Stream) -> None:
+        """End of a stream's input: its output ends after what is held back."""
         with self.cond:
             if s.state == "open":
                 s.state = "finishing"
                 self.cond.notify_all()
 
-    def _abort(self, s: Stream, error: BaseException | None) -> None:
+    def abort(self, s: Stream, error: BaseException | None = None) -> None:
+        """Drop a stream's input and end its output now (with `error`: as failed); its row is
+        freed at the next step (the worker may be mid-step on it)."""
         with self.cond:
             if not s.active:
                 return
@@ -236,12 +192,17 @@ class Engine:
             s.error = error
             s.pending.clear()
             s.held = 0
-            if s.kind == "decode":
+            if isinstance(s, DecodeStream):
                 s.scales_pending.clear()
             s.outbox.put(_END if error is None else error)
             if error is not None:
                 self.stats.errors[type(error).__name__] += 1
-            self.cond.notify_all()  # the worker frees the slot (it may be mid-step on it)
+            self.cond.notify_all()
+
+    def stream_scales(self, s: EncodeStream) -> np.ndarray:
+        """The scales [S] of the segments an encode stream has encoded so far."""
+        with self.cond:
+            return self.models[s.model].runners["encode"].scales(s)
 
     # -- offline requests ----------------------------------------------------------------------
     def encode(self, model: str, audio) -> Future:
@@ -253,7 +214,7 @@ class Engine:
         if x.size == 0:
             raise AudioError("empty audio")
         seconds = x.shape[-1] / served.codec.input_rate
-        return self._submit(served, "encode", x, seconds)
+        return self._submit_request(served, "encode", x, seconds)
 
     def decode(self, model: str, tokens, *, num_samples: int | None = None,
                clamp: bool = False, scales=None) -> Future:
@@ -269,8 +230,8 @@ class Engine:
             raise AudiotokError(f"num_samples {num_samples} does not fit {t.shape[1]} frames")
         if scales is not None:
             scales = check_scales(scales, served.codec, t.shape[1])
-        return self._submit(served, "decode", (t, num_samples, scales), t.shape[1] /
-                            served.codec.frame_rate)
+        return self._submit_request(served, "decode", (t, num_samples, scales), t.shape[1] /
+                                    served.codec.frame_rate)
 
     async def aencode(self, model: str, audio) -> np.ndarray:
         return await asyncio.wrap_future(self.encode(model, audio))
@@ -278,7 +239,7 @@ class Engine:
     async def adecode(self, model: str, tokens, **kw) -> np.ndarray:
         return await asyncio.wrap_future(self.decode(model, tokens, **kw))
 
-    def _submit(self, served: Served, kind: str, payload, seconds: float) -> Future:
+    def _submit_request(self, served: Served, kind: str, payload, seconds: float) -> Future:
         s = self.settings
         if seconds > s.max_request_seconds:
             raise AudiotokError(f"{seconds:.1f} s of audio is over the limit of "
@@ -304,9 +265,6 @@ class Engine:
         if not self.accepting:
             raise StreamClosed("the engine is shutting down and takes no new work")
 
-    def _next_id(self) -> int:
-        return next(self._ids)
-
     def load(self) -> dict:
         """Open streams and queued requests per model."""
         with self.cond:
@@ -314,16 +272,20 @@ class Engine:
                            "queued_frames": sum(s.held for s in m.streams if s.unit == "frame")}
                     for name, m in self.models.items()}
 
+    def rows_in_use(self) -> int:
+        """Stream rows held, over every model and stream kind."""
+        with self.cond:
+            return sum(len(r.rows) for m in self.models.values() for r in m.runners.values())
+
+    # -- warm-up -------------------------------------------------------------------------------
     def start_warmup(self, on_model_done=None) -> None:
         """Queue the warm-up (warmup.py): every model's step shapes, run by the worker between
         real work, first phase first. `on_model_done(model, ModelWarmup)` is called (on the
         worker) as each model finishes. Streams and requests are served meanwhile."""
-        shapes = {}
-        rows = self.settings.max_batch
-        for name, served in self.models.items():
-            for kind, runner in served.runners.items():
-                capacity = runner.table.capacity if hasattr(runner, "table") else rows
-                shapes[name, kind] = runner.warm_shapes(min(rows, capacity))
+        rows = min(self.settings.max_batch, self.settings.max_streams)
+        shapes = {(name, kind): runner.warm_shapes(rows, self.settings.max_step_frames)
+                  for name, served in self.models.items()
+                  for kind, runner in served.runners.items()}
         with self.cond:
             self._on_warm = on_model_done
             self.warming.plan(shapes)
@@ -354,25 +316,21 @@ class Engine:
             return self.warming.status()
 
     def _warm_one(self) -> bool:
-        """Run the next warm-up shape (worker thread); False when none is left. Its slots are
-        leased like a stream's; if fewer are free (real streams hold them), fewer run."""
+        """Run the next warm-up shape (worker thread); False when none is left. It takes scratch
+        rows like a stream; if fewer are free (real streams hold them), fewer run."""
         with self.cond:
             task = self.warming.next()
             if task is None:
                 return False
             runner = self.models[task.model].runners[task.kind]
-            table = getattr(runner, "table", None)
-            slots = []
-            while table is not None and len(slots) < task.streams and \
-                    (slot := table.acquire()) is not None:
-                slots.append(slot)
-            self._warm_held[task.model, task.kind] = len(slots)
+            rows = []
+            while len(rows) < task.streams and (row := runner.streamer.new()) is not None:
+                rows.append(row)
+            self._warm_held[task.model, task.kind] = len(rows)
         start = time.perf_counter()
         try:
-            if table is None:  # a runner without slots warms as many rows
-                runner.warm([None] * task.streams, task.frames)
-            elif slots:
-                runner.warm(slots, task.frames)
+            if rows:
+                runner.warm_rows(rows, task.frames)
         except Exception:  # noqa: BLE001 - a shape that fails here fails for its stream later
             log.exception("audiotok engine: warming %s %s (%d x %d) failed", task.model,
                           task.kind, task.streams, task.frames)
@@ -380,23 +338,17 @@ class Engine:
                 self.stats.errors["WarmupError"] += 1
         finally:
             with self.cond:
-                for slot in slots:
-                    table.release(slot)
+                for row in rows:
+                    runner.streamer.free(row)
                 self._warm_held[task.model, task.kind] = 0
-                for s in self.models[task.model].streams:  # opened while this step held slots
-                    if s.kind == task.kind and s.slot is None and s.active:
-                        s.slot = table.acquire()
+                for s in self.models[task.model].streams:  # opened while this step held rows
+                    if s.kind == task.kind and s.active and not runner.has_row(s):
+                        runner.admit(s)
                 m = self.warming.record(task, time.perf_counter() - start)
                 self.cond.notify_all()
         if m.done == m.total and self._on_warm is not None:  # the model's last shape
             self._on_warm(task.model, m)
         return True
-
-    def table_in_use(self) -> int:
-        """Batch slots leased, over every model and stream kind."""
-        with self.cond:
-            return sum(r.table.in_use for m in self.models.values()
-                       for r in m.runners.values() if hasattr(r, "table"))
 
     # -- the worker ----------------------------------------------------------------------------
     def step(self) -> bool:
@@ -405,32 +357,32 @@ class Engine:
         return self._step(windows=False)
 
     def _step(self, windows: bool) -> bool:
-        """One round of work (see the module docstring). With `windows`, a stream batch waits
-        up to step_wait_ms for the frames of other open streams (more streams per step, fewer
-        steps), unless a new stream waits for its first audio or every open stream is ready;
-        offline requests wait batch_wait_ms. Returns whether anything ran."""
+        """One round of work: the scheduler's plan, its input taken under the lock, its model
+        calls run outside it; then one warm-up shape. Returns whether anything ran."""
         jobs = []
-        self._due_at = None
         with self.cond:
             now = time.monotonic()
             for served in self.models.values():
                 self._retire(served)
-                for kind, runner in served.runners.items():
-                    ready = [s for s in served.streams if s.kind == kind and s.active
-                             and runner.ready(s) and _has_slot(s, runner)]
-                    if not ready or (windows and not self._batch_due(served, kind, ready, now)):
-                        continue
-                    ready.sort(key=Stream.deadline)
-                    batch = ready[: self.settings.max_batch]
-                    jobs.append((served, kind, batch, runner.gather(batch)))
-                requests = self._due(served, now, windows)
-                if requests:
-                    jobs.append((served, "offline", requests, None))
-        for served, kind, batch, work in jobs:
+            plan = schedule(self._queues(), self._request_queues(), self.settings, now, windows)
+            self._due_at = plan.due_at
+            for b in plan.streams:
+                served = self.models[b.model]
+                runner = served.runners[b.kind]
+                taken = [runner.gather(s, u) for s, u in zip(b.streams, b.units, strict=True)]
+                jobs.append((served, b.kind, list(b.streams), [x for x, _ in taken],
+                             [end for _, end in taken]))
+            for rb in plan.requests:
+                served = self.models[rb.model]
+                for r in rb.requests:
+                    served.requests.remove(r)
+                picked = [r for r in rb.requests if r.future.set_running_or_notify_cancel()]
+                jobs.append((served, "offline", picked, None, None))
+        for served, kind, batch, inputs, ending in jobs:
             if kind == "offline":
                 self._run_offline(served, batch)
             else:
-                self._run_streams(served, kind, batch, work)
+                self._run_streams(served, kind, batch, inputs, ending)
         warmed = self.warming.pending() and self._warm_one()  # one shape between steps
         with self.cond:
             for served in self.models.values():
@@ -438,77 +390,65 @@ class Engine:
             self.cond.notify_all()  # close() waits for the streams and requests to be done
         return bool(jobs) or warmed
 
-    def _run_streams(self, served: Served, kind: str, batch: list[Stream], work: list) -> None:
+    def _queues(self) -> list[QueueView]:
+        """What the scheduler sees of every runner's streams (lock held)."""
+        queues = []
+        for served in self.models.values():
+            for kind, runner in served.runners.items():
+                views = []
+                for s in served.streams:
+                    if s.kind != kind or not s.active or not runner.has_row(s):
+                        continue
+                    ready = runner.ready(s)
+                    frames = 0 if ready is None else max(1, -(-ready // runner.unit_frames))
+                    views.append(StreamView(s, ready, frames, s.state == "open",
+                                            s.first_output is None, s.deadline(),
+                                            s.waiting_since))
+                queues.append(QueueView(served.name, kind, tuple(views), runner.paced,
+                                        runner.unit_frames))
+        return queues
+
+    def _request_queues(self) -> dict[str, list[RequestView]]:
+        return {name: [RequestView(r, r.kind, r.seconds, r.arrived) for r in served.requests]
+                for name, served in self.models.items() if served.requests}
+
+    def _run_streams(self, served: Served, kind: str, batch: list[Stream], inputs: list,
+                     ending: list[bool]) -> None:
         runner = served.runners[kind]
         start = time.perf_counter()
         try:
-            outputs = runner.run(batch, work)
+            outputs = runner.run(batch, inputs, ending)
         except Exception:  # noqa: BLE001 - retried one by one: a failure is its stream's own
             outputs = []
-            for s, w in zip(batch, work, strict=True):
+            for s, x, end in zip(batch, inputs, ending, strict=True):
                 try:
-                    outputs.append(runner.run([s], [w])[0])
+                    outputs.append(runner.run([s], [x], [end])[0])
                 except Exception as e:  # noqa: BLE001
-                    self._abort(s, EngineError(f"stream {s.id} failed: {type(e).__name__}: "
-                                               f"{e}"))
-                    outputs.append(None)
+                    outputs.append(e)
         elapsed = time.perf_counter() - start
         now = time.monotonic()
+        codec = served.codec
         with self.cond:
             st = self.stats
             st.step(served.name, kind, len(batch), elapsed)
             for s, out in zip(batch, outputs, strict=True):
-                if out is None or not s.active or out.size == 0:  # (a stateful stream's push
-                    continue  # may make no sample final yet: nothing to send)
+                if isinstance(out, Exception):
+                    self.abort(s, EngineError(f"stream {s.id} failed: {type(out).__name__}: "
+                                              f"{out}"))
+                    continue
+                if not s.active or out.size == 0:  # (a stateful stream's step may make no
+                    continue  # sample final yet: nothing to send)
                 if kind == "encode":
                     s.frames_out += out.shape[1]
                 else:
                     s.samples_out += out.shape[-1]  # (a stateful stream's chunks: any size)
-                    s.frames_out = s.samples_out // served.codec.samples_per_frame
-                    st.audio_seconds[served.name] += out.shape[-1] / served.codec.sample_rate
+                    s.frames_out = s.samples_out // codec.samples_per_frame
+                    st.audio_seconds[served.name] += out.shape[-1] / codec.sample_rate
                 if s.first_output is None:
                     s.first_output = now
                     if s.first_push is not None:
                         st.first_audio.observe(now - s.first_push)
                 s.outbox.put(out)
-
-    def _batch_due(self, served: Served, kind: str, ready: list[Stream], now: float) -> bool:
-        """Whether a stream batch should run now rather than wait for more streams' frames
-        (else the time it will be due is noted for the worker's wait)."""
-        if len(ready) >= self.settings.max_batch or any(s.first_output is None for s in ready):
-            return True
-        runner = served.runners[kind]
-        if all(runner.ready(s) for s in served.streams if s.kind == kind and s.state == "open"):
-            return True
-        due = min(s.waiting_since for s in ready) + self.settings.step_wait_ms / 1000
-        if now >= due:
-            return True
-        self._due_at = due if self._due_at is None else min(self._due_at, due)
-        return False
-
-    def _due(self, served: Served, now: float, windows: bool = True) -> list[_Request]:
-        """The next offline batch, if its window has passed: the oldest request and those of
-        its kind after it, within the batch limits."""
-        q, s = served.requests, self.settings
-        if not q:
-            return []
-        if windows and now - q[0].arrived < s.batch_wait_ms / 1000 and \
-                len(q) < s.max_offline_batch:
-            due = q[0].arrived + s.batch_wait_ms / 1000
-            self._due_at = due if self._due_at is None else min(self._due_at, due)
-            return []
-        kind, batch, seconds = q[0].kind, [], 0.0
-        for r in list(q):
-            if r.kind != kind:
-                continue
-            if batch and (len(batch) >= s.max_offline_batch or
-                          seconds + r.seconds > s.max_offline_batch_seconds):
-                break
-            batch.append(r)
-            seconds += r.seconds
-        for r in batch:
-            q.remove(r)
-        return [r for r in batch if r.future.set_running_or_notify_cancel()]
 
     def _run_offline(self, served: Served, batch: list[_Request]) -> None:
         if not batch:
@@ -540,19 +480,18 @@ class Engine:
                 r.future.set_result(res)
 
     def _retire(self, served: Served) -> None:
-        """Streams that are over leave: finished ones end their output; slots are reset and
-        freed (engine lock held, worker thread)."""
+        """Streams that are over leave: finished ones end their output; rows are freed (engine
+        lock held, worker thread)."""
         keep = []
         for s in served.streams:
             runner = served.runners[s.kind]
-            if s.state == "finishing" and not runner.ready(s):
+            if s.state == "finishing" and runner.has_row(s) and runner.ready(s) is None:
                 s.state = "done"
                 s.outbox.put(_END)
             if s.active:
                 keep.append(s)
-            elif s.slot is not None:
-                runner.table.release(s.slot)
-                s.slot = None
+            else:
+                runner.release(s)
         served.streams[:] = keep
 
     def _has_work(self) -> bool:
@@ -562,7 +501,8 @@ class Engine:
             if served.requests:
                 return True
             for s in served.streams:
-                if not s.active or s.state == "finishing" or served.runners[s.kind].ready(s):
+                runner = served.runners[s.kind]
+                if not s.active or s.state == "finishing" or runner.ready(s) is not None:
                     return True
         return False
 
@@ -602,8 +542,8 @@ class Engine:
             if not clean:
                 for served in self.models.values():
                     for s in list(served.streams):
-                        self._abort(s, StreamClosed(f"stream {s.id} was cut off: the engine "
-                                                    "shut down"))
+                        self.abort(s, StreamClosed(f"stream {s.id} was cut off: the engine "
+                                                   "shut down"))
                     while served.requests:
                         r = served.requests.popleft()
                         if r.future.set_running_or_notify_cancel():
@@ -613,7 +553,7 @@ class Engine:
         if self.worker is not None:
             self.worker.join(max(1.0, deadline - time.monotonic()))
         if self.worker is None or not self.worker.is_alive():
-            with self.cond:  # free the slots of streams cut off above
+            with self.cond:  # free the rows of streams cut off above
                 for served in self.models.values():
                     self._retire(served)
         return clean
@@ -626,9 +566,3 @@ class Engine:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _has_slot(s: Stream, runner) -> bool:
-    """Whether the stream can run: it has its batch slot (a stream opened while a warm-up step
-    held the last ones gets one when that step ends), or its runner needs none."""
-    return s.slot is not None or not hasattr(runner, "table")

@@ -16,6 +16,7 @@ from .._version import __version__
 from ..audio import to_items, write_audio_bytes
 from ..codes import Codes, codes_to_bytes
 from ..errors import AudiotokError
+from ..streaming.spec import LAYERS
 from .errors import HTTPError
 from .protocol import (
     check_sample_format,
@@ -45,7 +46,7 @@ def add_offline_routes(app, state) -> None:
         fmt = q.get("format", "json")
         if fmt not in ("json", "npy", "codes"):
             raise HTTPError(400, f"unknown format {fmt!r}; expected json, npy or codes")
-        if fmt == "npy" and codec.codes_carry_scales:
+        if fmt == "npy" and codec.streaming.scales:
             raise HTTPError(400, f"{codec.title} codes carry segment scales, which a .npy file "
                                  "cannot hold; ask for format=json or format=codes")
         body = await _read_body(request, state.settings.max_body_bytes)
@@ -57,7 +58,7 @@ def add_offline_routes(app, state) -> None:
         start = time.perf_counter()
         tokens = await _engine_call(engine.aencode(name, item.samples.numpy()))
         scales = None
-        if codec.codes_carry_scales:
+        if codec.streaming.scales:
             tokens, scales = tokens
         elapsed = time.perf_counter() - start
         n_samples = codec.output_samples(length)  # what it decodes to
@@ -111,7 +112,7 @@ def add_offline_routes(app, state) -> None:
         if tokens.shape[0] != 1 and fmt != "npz":
             raise HTTPError(400, f"{tokens.shape[0]} items: a batch decodes to format=npz")
         if stream:
-            if not codec.causal:
+            if codec.streaming.decode != LAYERS:
                 raise HTTPError(400, f"model {name!r} ({codec.title}) is not causal: streamed "
                                      "decoding needs a causal codec; use the WebSocket "
                                      "stream for windowed decoding")

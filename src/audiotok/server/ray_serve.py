@@ -29,8 +29,8 @@ class Replica:
         import torch
 
         from .. import load
-        from .batches import WindowSettings
         from .engine import Engine
+        from .settings import WindowSettings
 
         if threads:
             torch.set_num_threads(threads)

@@ -10,7 +10,7 @@ class WindowSettings:
     """Windowed re-decoding of a non-causal codec's stream: each step decodes `left` frames
     already output (context), `chunk` new frames (output) and `lookahead` frames after them
     (context), and outputs the chunk. Output length is exact: every frame's samples are output
-    once. Each codec has its measured default (Codec.stream_window; docs, its page)."""
+    once. Each codec has its measured default (codec.streaming.window; docs, its page)."""
 
     left: int = 10
     chunk: int = 25
@@ -34,7 +34,7 @@ class EngineSettings:
     max_offline_batch: int = 16  # offline requests per batch
     max_offline_batch_seconds: float = 120.0  # audio per offline batch
     max_request_seconds: float = 600.0  # one offline request's audio
-    # non-causal codecs' stream windows; None: each codec's own (Codec.stream_window)
+    # non-causal codecs' stream windows; None: each codec's own (codec.streaming.window)
     window: WindowSettings | None = None
 
     def __post_init__(self):

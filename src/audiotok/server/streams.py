@@ -96,20 +96,21 @@ def _wake(fut: asyncio.Future) -> None:
 
 
 class Stream:
-    """What every stream kind shares; see the module docstring. Created by the Engine."""
+    """What every stream kind shares; see the module docstring. Created by the Engine, which
+    keeps the stream's state in its runner (server/runner.py) and reads its input from here."""
 
     kind = ""
+    unit = "frame"
 
-    def __init__(self, engine, served, *, clamp: bool = False):
+    def __init__(self, engine, model: str, codec, stream_id: int, *, clamp: bool = False):
         self.engine = engine
-        self.served = served
-        self.codec = served.codec
+        self.model = model
+        self.codec = codec
         self.clamp = clamp
-        self.id = engine._next_id()
+        self.id = stream_id
         self.outbox = Outbox()
         self.state = "open"  # open -> finishing -> done | failed | aborted
         self.error: BaseException | None = None
-        self.slot: int | None = None
         self.opened = time.monotonic()
         self.first_push: float | None = None
         self.first_output: float | None = None
@@ -119,19 +120,16 @@ class Stream:
         self.samples_out = 0
         self.held = 0  # input units (frames or samples) waiting for the engine
         self.waiting_since = 0.0  # when the oldest waiting input came
-        # a codec's own stateful stream (Codec.decoder_stream / encoder_stream), and whether
-        # it has ended
-        self.inner = None
-        self.ended = False
+        self.pending: deque = deque()  # input chunks not yet run
 
     # -- the user's side -----------------------------------------------------------------------
     def finish(self) -> None:
         """End of input; the output ends after what is still held back."""
-        self.engine._finish(self)
+        self.engine.finish(self)
 
     def abort(self) -> None:
-        """Drop everything and free the slot now (the reader sees the stream end)."""
-        self.engine._abort(self, None)
+        """Drop everything and free its row now (the reader sees the stream end)."""
+        self.engine.abort(self)
 
     def read(self, timeout: float | None = None) -> np.ndarray | None:
         """The next output, in order; None once the stream has ended. Raises the stream's error
@@ -173,7 +171,7 @@ class Stream:
             self.abort()
 
     def summary(self) -> dict:
-        return {"id": self.id, "model": self.served.name, "kind": self.kind,
+        return {"id": self.id, "model": self.model, "kind": self.kind,
                 "state": self.state, "frames_in": self.frames_in,
                 "frames_out": self.frames_out, "samples_out": self.samples_out,
                 "error": None if self.error is None else str(self.error)}
@@ -189,24 +187,6 @@ class Stream:
         if self.first_output is None:
             return float("-inf") if self.first_push is None else self.first_push - 1e9
         return self.first_output + self.samples_out / self.codec.sample_rate
-
-    def _accept(self, units: int) -> None:
-        """Admission of a push of `units` input units (caller holds the engine's lock)."""
-        if self.state != "open":
-            raise StreamClosed(f"stream {self.id} is {self.state}; no more input")
-        s = self.engine.settings
-        rate = self.codec.frame_rate if self.unit == "frame" else self.codec.input_rate
-        backlog = (self.held + units) / rate
-        unread = self.outbox.queued_samples / (self.codec.sample_rate if self.kind != "encode"
-                                                else self.codec.frame_rate)
-        if backlog > s.max_backlog_seconds or unread > s.max_backlog_seconds:
-            what = "input waiting" if backlog > s.max_backlog_seconds else "output unread"
-            raise EngineBusy(f"stream {self.id}: more than {s.max_backlog_seconds:g} s of "
-                             f"{what}; push slower or read the output")
-        if self.first_push is None:
-            self.first_push = time.monotonic()
-
-    unit = "frame"
 
 
 def check_token_chunk(tokens, codec, clamp: bool) -> torch.Tensor:
@@ -253,8 +233,8 @@ def check_audio_chunk(audio, channels: int = 1) -> np.ndarray:
 
 def check_scales(scales, codec, frames: int | None = None) -> np.ndarray:
     """Segment scales [S] as float32, finite and positive, for a codec whose codes carry them
-    (Codec.codes_carry_scales); with `frames`, exactly the segments of that many frames."""
-    if not codec.codes_carry_scales:
+    (StreamSpec.scales); with `frames`, exactly the segments of that many frames."""
+    if not codec.streaming.scales:
         raise CodesError(f"{codec.title} codes carry no segment scales")
     try:
         x = np.asarray(scales.detach().cpu() if isinstance(scales, torch.Tensor) else scales)
@@ -271,22 +251,15 @@ def check_scales(scales, codec, frames: int | None = None) -> np.ndarray:
 
 
 class DecodeStream(Stream):
-    """Tokens in, audio out. A causal codec decodes each frame exactly once, in a batch slot;
-    output equals offline decode. A non-causal one re-decodes windows (see WindowSettings).
-    For a codec whose codes carry segment scales, push(tokens, scales) also takes the scales
-    of the next segments (in any pieces, before or after their tokens); a segment's audio
-    waits for its scale."""
+    """Tokens in, audio out, as the codec's streams run them (exactly, where the codec streams
+    exactly; else in windows, see WindowSettings). For a codec whose codes carry segment
+    scales, push(tokens, scales) also takes the scales of the next segments (in any pieces,
+    before or after their tokens); a segment's audio waits for its scale."""
 
     kind = "decode"
 
-    def __init__(self, engine, served, *, clamp: bool = False):
-        super().__init__(engine, served, clamp=clamp)
-        self.pending: deque[torch.Tensor] = deque()  # token chunks [K, t] not yet run
-        # windowed decoding: tokens kept for context, and where they start
-        self.history = torch.zeros(self.codec.num_codebooks, 0, dtype=torch.long)
-        self.history_start = 0
-        self.emitted = 0  # frames whose audio has been output
-        self.first_audio: np.ndarray | None = None  # held until a frame's worth is final
+    def __init__(self, engine, model: str, codec, stream_id: int, *, clamp: bool = False):
+        super().__init__(engine, model, codec, stream_id, clamp=clamp)
         self.scales_pending: list[np.ndarray] = []  # segment scales not yet run
 
     def push(self, tokens, scales=None) -> None:
@@ -295,7 +268,7 @@ class DecodeStream(Stream):
         (backlog full) or StreamClosed, leaving the stream as it was."""
         t = check_token_chunk(tokens, self.codec, self.clamp)
         sc = None if scales is None else check_scales(scales, self.codec)
-        self.engine._push(self, t, t.shape[1], sc)
+        self.engine.submit(self, t, t.shape[1], sc)
 
     def take(self, n: int) -> torch.Tensor:
         """Pop the next n frames [K, n] (engine lock held)."""
@@ -315,54 +288,39 @@ class DecodeStream(Stream):
 
 class EncodeStream(Stream):
     """Audio (at the codec's rate; [C, n] for a codec of C > 1 channels) in, tokens out as each
-    frame's samples are complete; `finish()` encodes the last partial frame padded as offline
-    encode pads it. Causal codecs and those with a stateful encoder stream only; tokens equal
-    offline encode. For codes that carry segment scales, `scales()` gives every segment's scale
-    so far; a segment's scale is there before its tokens are read."""
+    frame's samples are complete; `finish()` encodes the last partial frame as offline encode
+    completes it. Tokens equal offline encode. For codes that carry segment scales, `scales()`
+    gives every segment's scale so far; a segment's scale is there before its tokens are
+    read."""
 
     kind = "encode"
     unit = "sample"
-
-    def __init__(self, engine, served, *, clamp: bool = False):
-        super().__init__(engine, served, clamp=clamp)
-        self.pending: deque[np.ndarray] = deque()
-        self.last_step = False  # a stateful stream's last step has been gathered
+    final_scales: np.ndarray | None = None  # the segments' scales once the stream's row is gone
 
     def push(self, audio) -> None:
         """Queue float audio [n] ([C, n] for C > 1 channels) at the codec's input rate."""
         x = check_audio_chunk(audio, self.codec.channels)
-        self.engine._push(self, x, x.shape[-1])
+        self.engine.submit(self, x, x.shape[-1])
 
     def scales(self) -> np.ndarray:
         """The scales [S] of the segments encoded so far (codes that carry them)."""
-        if not self.codec.codes_carry_scales:
+        if not self.codec.streaming.scales:
             raise AttributeError(f"{self.codec.title} codes carry no segment scales")
-        got = None if self.inner is None else self.inner.scales
-        return np.zeros(0, np.float32) if got is None else got[0].float().cpu().numpy()
+        return self.engine.stream_scales(self)
 
-    def frames_ready(self) -> int:
-        return self.held // self.codec.input_samples_per_frame
-
-    def take(self, n: int) -> np.ndarray:
-        """Pop the samples of the next n frames (engine lock held)."""
-        need = n * self.codec.input_samples_per_frame
+    def take_samples(self, n: int) -> np.ndarray:
+        """Pop the next n samples ([C, n] for C > 1 channels; engine lock held)."""
         out, got = [], 0
-        while got < need:
+        while got < n:
             head = self.pending[0]
-            if head.shape[-1] <= need - got:
+            if head.shape[-1] <= n - got:
                 out.append(self.pending.popleft())
             else:
-                out.append(head[..., : need - got])
-                self.pending[0] = head[..., need - got:]
+                out.append(head[..., : n - got])
+                self.pending[0] = head[..., n - got:]
             got += out[-1].shape[-1]
-        self.held -= need
+        self.held -= n
+        if not out:
+            channels = self.codec.channels
+            return np.zeros((channels, 0) if channels > 1 else 0, np.float32)
         return np.concatenate(out, -1) if len(out) > 1 else out[0]
-
-    def take_rest(self) -> np.ndarray:
-        """Pop every sample still waiting (fewer than a frame's; engine lock held)."""
-        channels = self.codec.channels
-        rest = np.concatenate(list(self.pending), -1) if self.pending else \
-            np.zeros((channels, 0) if channels > 1 else 0, np.float32)
-        self.pending.clear()
-        self.held = 0
-        return rest

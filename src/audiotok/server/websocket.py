@@ -143,6 +143,7 @@ def _totals(stream) -> dict:
 
 
 def _open(state, kind: str, start: dict):
+    """The session a start message asks for (its model, its facts for "ready")."""
     engine = state.engine
     name = start.get("model")
     if name is None and len(engine.models) == 1:
@@ -157,93 +158,119 @@ def _open(state, kind: str, start: dict):
                 else {}),
              "num_codebooks": codec.num_codebooks, "codebook_sizes": list(codec.codebook_sizes),
              "channels": codec.channels, "sample_format": sample_format}
-    if codec.codes_carry_scales:
+    if codec.streaming.scales:
         facts["segment_scales"] = True
-    if kind == "decode":
+    session = (DecodeSession if kind == "decode" else EncodeSession)(
+        engine, name, codec, start, sample_format)
+    return session.stream, {**facts, **session.facts}, session.read_input, \
+        session.write_output, session.summary
+
+
+class DecodeSession:
+    """A decode stream's WebSocket side: token frames (or a language model's ids, and segment
+    scales) in, PCM out."""
+
+    def __init__(self, engine, name: str, codec, start: dict, sample_format: str):
         clamp = start.get("clamp", False)
         if not isinstance(clamp, bool):
             raise Close(1007, "clamp must be true or false")
-        ids = _id_reader(start, codec)
-        stream = engine.open_decode_stream(name, clamp=clamp)
+        self.codec, self.sample_format = codec, sample_format
+        self.ids = _id_reader(start, codec)
+        self.stream = engine.open_decode_stream(name, clamp=clamp)
+        self.facts = {"stream": self.stream.id,
+                      "decode": engine.models[name].runners["decode"].mode}
+        if self.ids is not None:
+            self.facts["ids"] = self.ids.scheme.describe()
 
-        def read_input(data):
-            if ids is not None:
-                return _read_ids(data, ids, stream)
-            if isinstance(data, bytes):
-                stream.push(tokens_from_binary(data, codec.num_codebooks))
-                return True
-            doc = _json(data, ("tokens", "scales", "end") if codec.codes_carry_scales
-                        else ("tokens", "end"))
-            if doc["type"] == "end":
-                return False
-            if doc["type"] == "scales":
-                stream.push(np.zeros((codec.num_codebooks, 0), np.int64), doc.get("scales"))
-                return True
-            stream.push(tokens_from_json(doc.get("tokens")))
-            return True
-
-        async def write_output(ws, pcm):
-            await ws.send_bytes(pcm_bytes(pcm, sample_format))
-
-        facts.update(stream=stream.id, decode=engine.models[name].runners["decode"].mode)
-        if ids is not None:
-            facts["ids"] = ids.scheme.describe()
-        return stream, facts, read_input, write_output, (
-            dict if ids is None else lambda: {"dropped_ids": ids.dropped})
-    rate = start.get("sample_rate", codec.input_rate)
-    if not isinstance(rate, int) or not 1000 <= rate <= 384000:
-        raise Close(1007, f"sample_rate must be an integer in 1000..384000, got {rate!r}")
-    token_format = start.get("token_format", "json")
-    if token_format not in ("json", "binary"):
-        raise Close(1007, f"token_format must be json or binary, got {token_format!r}")
-    channels = start.get("channels", codec.channels)
-    if not isinstance(channels, int) or isinstance(channels, bool) or \
-            channels not in (1, codec.channels):
-        raise Close(1007, f"channels must be {' or '.join(map(str, {1, codec.channels}))}, "
-                          f"got {channels!r}")
-    stream = engine.open_encode_stream(name)
-    resampler = None
-    if rate != codec.input_rate:
-        import soxr
-
-        resampler = soxr.ResampleStream(rate, codec.input_rate, channels, dtype="float32",
-                                        quality="HQ")
-    sent_scales = 0
-
-    def push(x):  # interleaved samples [n * channels]
-        x = interleaved(x, channels)
-        if resampler is not None:
-            x = resampler.resample_chunk(np.ascontiguousarray(x.T)).T if channels > 1 else \
-                resampler.resample_chunk(x)
-        stream.push(x)
-
-    def read_input(data):
+    def read_input(self, data) -> bool:
+        """Feed one message to the stream; False at the end of input."""
+        if self.ids is not None:
+            return _read_ids(data, self.ids, self.stream)
+        codec = self.codec
         if isinstance(data, bytes):
-            push(pcm_samples(data, sample_format))
+            self.stream.push(tokens_from_binary(data, codec.num_codebooks))
+            return True
+        doc = _json(data, ("tokens", "scales", "end") if codec.streaming.scales
+                    else ("tokens", "end"))
+        if doc["type"] == "end":
+            return False
+        if doc["type"] == "scales":
+            self.stream.push(np.zeros((codec.num_codebooks, 0), np.int64), doc.get("scales"))
+            return True
+        self.stream.push(tokens_from_json(doc.get("tokens")))
+        return True
+
+    async def write_output(self, ws, pcm) -> None:
+        await ws.send_bytes(pcm_bytes(pcm, self.sample_format))
+
+    def summary(self) -> dict:
+        return {} if self.ids is None else {"dropped_ids": self.ids.dropped}
+
+
+class EncodeSession:
+    """An encode stream's WebSocket side: PCM at any rate in (resampled to the codec's), token
+    messages out, each preceded by the scales of the segments it completes (codes that carry
+    them)."""
+
+    def __init__(self, engine, name: str, codec, start: dict, sample_format: str):
+        rate = start.get("sample_rate", codec.input_rate)
+        if not isinstance(rate, int) or not 1000 <= rate <= 384000:
+            raise Close(1007, f"sample_rate must be an integer in 1000..384000, got {rate!r}")
+        token_format = start.get("token_format", "json")
+        if token_format not in ("json", "binary"):
+            raise Close(1007, f"token_format must be json or binary, got {token_format!r}")
+        channels = start.get("channels", codec.channels)
+        if not isinstance(channels, int) or isinstance(channels, bool) or \
+                channels not in (1, codec.channels):
+            raise Close(1007, f"channels must be {' or '.join(map(str, {1, codec.channels}))}, "
+                              f"got {channels!r}")
+        self.codec, self.sample_format = codec, sample_format
+        self.channels, self.token_format = channels, token_format
+        self.stream = engine.open_encode_stream(name)
+        self.resampler = None
+        if rate != codec.input_rate:
+            import soxr
+
+            self.resampler = soxr.ResampleStream(rate, codec.input_rate, channels,
+                                                 dtype="float32", quality="HQ")
+        self.sent_scales = 0
+        self.facts = {"stream": self.stream.id, "input_sample_rate": rate,
+                      "input_channels": channels, "token_format": token_format}
+
+    def _push(self, x) -> None:
+        """Interleaved samples [n * channels], resampled to the codec's rate."""
+        x = interleaved(x, self.channels)
+        if self.resampler is not None:
+            x = self.resampler.resample_chunk(np.ascontiguousarray(x.T)).T \
+                if self.channels > 1 else self.resampler.resample_chunk(x)
+        self.stream.push(x)
+
+    def read_input(self, data) -> bool:
+        if isinstance(data, bytes):
+            self._push(pcm_samples(data, self.sample_format))
             return True
         _json(data, ("end",))
-        if resampler is not None:
-            rest = resampler.resample_chunk(np.zeros((0, channels) if channels > 1 else 0,
-                                                     np.float32), last=True)
-            stream.push(rest.T if channels > 1 else rest)
+        if self.resampler is not None:
+            channels = self.channels
+            rest = self.resampler.resample_chunk(
+                np.zeros((0, channels) if channels > 1 else 0, np.float32), last=True)
+            self.stream.push(rest.T if channels > 1 else rest)
         return False
 
-    async def write_output(ws, tokens):
-        nonlocal sent_scales
-        if codec.codes_carry_scales:  # the scales of the segments these tokens complete
-            scales = stream.scales()
-            if scales.shape[0] > sent_scales:
-                await ws.send_text(json.dumps({"type": "scales", "first": sent_scales,
-                                               "scales": scales[sent_scales:].tolist()}))
-                sent_scales = scales.shape[0]
-        if token_format == "binary":
+    async def write_output(self, ws, tokens) -> None:
+        if self.codec.streaming.scales:  # the scales of the segments these tokens complete
+            scales = self.stream.scales()
+            if scales.shape[0] > self.sent_scales:
+                await ws.send_text(json.dumps({"type": "scales", "first": self.sent_scales,
+                                               "scales": scales[self.sent_scales:].tolist()}))
+                self.sent_scales = scales.shape[0]
+        if self.token_format == "binary":
             await ws.send_bytes(tokens_to_binary(tokens))
         else:
             await ws.send_text(json.dumps({"type": "tokens", "tokens": tokens.tolist()}))
 
-    facts.update(stream=stream.id, input_sample_rate=rate, input_channels=channels,
-                 token_format=token_format)
-    return stream, facts, read_input, write_output, dict
+    def summary(self) -> dict:
+        return {}
 
 
 def _id_reader(start: dict, codec) -> IdReader | None:

@@ -78,7 +78,8 @@ def test_stateful_latency_and_shorter_windows(dac_codecs):
 def test_engine_decode_streams_equal_offline(dac_codecs, name, windowed, plan):
     codec = dac_codecs[name]
     streams, max_batch, max_step_frames, seed = plan
-    window = WindowSettings(*codec.stream_window) if windowed else None
+    own = codec.streaming.window
+    window = WindowSettings(own.left, own.chunk, own.lookahead) if windowed else None
     engine = Engine({"dac": codec}, EngineSettings(
         max_streams=16, max_batch=max_batch, max_step_frames=max_step_frames, window=window),
         start=False)

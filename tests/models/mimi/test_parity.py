@@ -2,6 +2,8 @@
 whole frames: padding="frame") and transformers' MimiModel (each convolution pads:
 padding="layer"), on the spec's small config and at full size; both checkpoint layouts."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -107,19 +109,19 @@ def test_a_padded_batch_equals_its_items_alone(mimi_files, mimi_codec):
 
 
 def test_long_inputs_stream_in_pieces_with_the_same_tokens(mimi_codec, mimi_files):
-    """Inputs longer than encode_chunk_frames run in streamed pieces: the tokens of one pass,
+    """Inputs longer than the spec's pieces run in streamed pieces: the tokens of one pass,
     in both conventions (a ragged last piece is padded as the whole pass pads it)."""
     folder = mimi_files[3]
     x = speechy(1920 * 70 + 777, 30)
     for codec in (mimi_codec, audiotok.load(folder, padding="layer")):
         pieces = codec.encode(x[0], 24000).tokens
-        saved = codec.encode_chunk_frames, codec.decode_chunk_frames
-        codec.encode_chunk_frames = codec.decode_chunk_frames = None
+        saved = codec.streaming
+        codec.streaming = replace(saved, pieces=None)
         try:
             whole = codec.encode(x[0], 24000).tokens
             whole_audio = codec.decode(whole)
         finally:
-            codec.encode_chunk_frames, codec.decode_chunk_frames = saved
+            codec.streaming = saved
         assert torch.equal(pieces, whole)
         assert (codec.decode(pieces) - whole_audio).abs().max() <= SAME_MODEL
 

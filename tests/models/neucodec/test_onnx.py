@@ -5,12 +5,14 @@ rule (N // 320 and N // 320 + 1), input at another rate resampled to 16 kHz, pad
 NeuCodec's windows of long inputs, and under a frame the torch codec's error."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import audiotok
 from audiotok.errors import AudioError
+from audiotok.streaming.spec import Window
 from tests.helpers import export_onnx_cli, onnx_graph_facts
 from tests.models.neucodec.conftest import speech_like
 
@@ -104,7 +106,7 @@ def test_neucodec_runtime_equals_the_torch_codec(neucodec_folder, neucodec_onnx,
     (small_windows / "audiotok_onnx.json").write_text(json.dumps(
         {**manifest, "window_frames": 60, "context_frames": 10}))
     windowed = audiotok.load(small_windows, threads=1)
-    codec.window_frames, codec.context_frames = 60, 10
+    codec.streaming = replace(codec.streaming, long_window=Window(10, 60, 10))
     x = speech_like(64007, 5)  # 200 frames: four windows
     want = codec.encode(x, 16000)
     assert np.array_equal(windowed.encode(x, 16000).tokens, want.tokens.numpy())

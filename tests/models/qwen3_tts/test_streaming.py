@@ -84,12 +84,12 @@ def test_engine_encode_streams_equal_offline(codecs):
 
 
 def test_long_files_are_encoded_as_encode_does(codecs, tmp_path):
-    """audiotok.stream.encode_file (the command line's reader for long files): with window
+    """audiotok.streaming.files.encode_file (the command line's reader for long files): with window
     attention it streams the file block by block, with full attention it encodes it whole;
     both give encode()'s tokens, a ragged last frame included."""
     import soundfile as sf
 
-    from audiotok.stream import encode_file
+    from audiotok.streaming.files import encode_file
 
     x = (0.2 * np.random.default_rng(5).standard_normal(3 * 24000 + 77)).astype(np.float32)
     sf.write(tmp_path / "long.wav", x, 24000, subtype="FLOAT")

@@ -91,7 +91,7 @@ def test_32khz_frames_are_whole_attention_windows(snac_pair):
     _, folder = snac_pair["32khz"]
     codec = audiotok.load(folder)
     assert codec.frame_rule == "ceil:4" and codec.num_frames(1) == 4
-    assert codec.num_frames(12289) == 8 and codec.window_align == 4
+    assert codec.num_frames(12289) == 8 and codec.streaming.window.align == 4
     assert audiotok.load(snac_pair["tiny_attn"][1]).frame_rule == "ceil"  # window = 1 frame
 
 

@@ -157,7 +157,8 @@ def test_orpheus_example_against_a_served_process(codecs, tmp_path):
     tokens = tokens_with_zeros(11, 4)
     ids = scheme_for("orpheus", codec.codebook_sizes).to_ids(tokens)
     (tmp_path / "ids.txt").write_text(" ".join(map(str, [START, *ids, END])) + "\n")
-    left, _, lookahead = codec.stream_window  # one frame a window, as the docs' 3,1,3 at 24 kHz
+    own = codec.streaming.window  # one frame a window, as the docs' 3,1,3 at 24 kHz
+    left, lookahead = own.left, own.lookahead
     p, base, _ = start_server("--window", f"{left},1,{lookahead}", model=codec.source)
     try:
         example = Path(__file__).parents[3] / "examples" / "orpheus_audio_stage.py"

@@ -38,7 +38,8 @@ def test_stream_decoder_equals_offline(snac_codecs, name):
     spf = codec.samples_per_frame
     assert whole.shape[-1] == frames * spf
     plans = [[1] * frames, [5, 1, 7, 10]] if "khz" not in name else [[1] * frames, [frames]]
-    left, _, lookahead = codec.stream_window
+    own = codec.streaming.window
+    left, lookahead = own.left, own.lookahead
     for window in (None, (left, lookahead)):
         for sizes in plans:
             pieces, sent = [], 0
@@ -48,7 +49,7 @@ def test_stream_decoder_equals_offline(snac_codecs, name):
                     sent += n
                     done = sum(p.shape[-1] for p in pieces)
                     if window is not None:  # a frame's audio once `lookahead` frames follow
-                        assert done >= (sent - lookahead - codec.window_align + 1) * spf
+                        assert done >= (sent - lookahead - own.align + 1) * spf
                     elif name == "24khz":  # a sample once the decoder's reach has come
                         assert done == max(0, sent * spf - 4757)
                 pieces.append(dec.flush())
@@ -70,7 +71,8 @@ def test_engine_decode_streams_equal_offline(snac_codecs, name, windowed, plan):
     offline decode."""
     codec = snac_codecs[name]
     streams, max_batch, max_step_frames, seed = plan
-    window = WindowSettings(*codec.stream_window) if windowed else None
+    own = codec.streaming.window
+    window = WindowSettings(own.left, own.chunk, own.lookahead) if windowed else None
     engine = Engine({"snac": codec}, EngineSettings(
         max_streams=16, max_batch=max_batch, max_step_frames=max_step_frames, window=window),
         start=False)
@@ -136,8 +138,8 @@ def test_engine_stateful_first_chunk_and_failed_batches(snac_codecs, monkeypatch
     first = []
     real_put = engine._run_streams
 
-    def spy(served, kind, batch, work):
-        real_put(served, kind, batch, work)
+    def spy(served, kind, batch, inputs, ending):
+        real_put(served, kind, batch, inputs, ending)
         for s in batch:
             if s.samples_out and s.id not in {i for i, _ in first}:
                 first.append((s.id, s.samples_out))
@@ -149,17 +151,17 @@ def test_engine_stateful_first_chunk_and_failed_batches(snac_codecs, monkeypatch
 
 
 def test_stateful_runner_commits_a_step_only_when_all_of_it_ran(snac_codecs, monkeypatch):
-    from types import SimpleNamespace
-
+    """A step of rows in two groups (1 frame: rows 0 and 1; 2 frames: row 2) whose second group
+    fails leaves every row as it was (the first group's results not kept); run again, each
+    row advances once."""
     from audiotok.models.snac.stream import DecoderStream
-    from audiotok.server.batches import StatefulDecode
+    from audiotok.streaming import TokenChunk
+    from audiotok.streaming.steps import StepStreamer
 
     codec = snac_codecs["tiny"]
-    runner = StatefulDecode(codec, 8)
-    streams = [SimpleNamespace(inner=None, ended=False, samples_out=0, first_audio=None)
-               for _ in range(3)]
-    work = [torch.zeros(1, 7, 1, dtype=torch.long), torch.zeros(1, 7, 1, dtype=torch.long),
-            torch.zeros(1, 7, 2, dtype=torch.long)]  # two groups: 1 frame (rows 0, 1), 2 frames
+    streamer = StepStreamer(codec, "decode")
+    rows = [streamer.new() for _ in range(3)]
+    inputs = [TokenChunk(torch.zeros(1, 7, n, dtype=torch.long)) for n in (1, 1, 2)]
     real = DecoderStream.push_together
 
     def second_group_fails(decoders, tokens):
@@ -168,12 +170,13 @@ def test_stateful_runner_commits_a_step_only_when_all_of_it_ran(snac_codecs, mon
         return real(decoders, tokens)
 
     monkeypatch.setattr(DecoderStream, "push_together", staticmethod(second_group_fails))
+    before = [row.inner for row in rows]
     with pytest.raises(RuntimeError, match="second group"):
-        runner.run(streams, work)
-    assert all(s.inner is None for s in streams)  # the first group's results not kept
+        streamer.step(rows, inputs, [False] * 3)
+    assert [row.inner for row in rows] == before and all(r.inner.frames == 0 for r in rows)
     monkeypatch.setattr(DecoderStream, "push_together", staticmethod(real))
-    runner.run(streams, work)
-    assert [s.inner.frames for s in streams] == [1, 1, 2]
+    streamer.step(rows, inputs, [False] * 3)
+    assert [row.inner.frames for row in rows] == [1, 1, 2]
 
 
 def test_stateful_stream_ends_once(snac_codecs):
@@ -208,7 +211,7 @@ def test_stateful_stream_state_stays_bounded(snac_codecs):
         return total
 
     codec = snac_codecs["tiny_blocks"]
-    stream = codec.decoder_stream()
+    stream = codec.step_stream("decode")
     tokens = torch.randint(0, 64, (1, 7, 120), generator=torch.Generator().manual_seed(9))
     sizes = []
     with torch.inference_mode():
@@ -216,7 +219,8 @@ def test_stateful_stream_state_stays_bounded(snac_codecs):
             stream.push(tokens[..., f : f + 1])
             sizes.append(held(stream))
     assert stream.samples > 0
-    assert len(set(sizes[40::codec.window_align])) == 1  # steady: the same at each window phase
+    align = codec.streaming.window.align
+    assert len(set(sizes[40::align])) == 1  # steady: the same at each window phase
 
 
 def test_stateful_runner_warms_every_shape_and_pushes_the_median(snac_codecs):
@@ -224,8 +228,6 @@ def test_stateful_runner_warms_every_shape_and_pushes_the_median(snac_codecs):
     one stream, every batch size at two and three frames) on rows without batch slots; a step
     pushes the lower median of the streams' waiting frames, so that its streams form one or two
     batches rather than one per size."""
-    from types import SimpleNamespace
-
     codec = snac_codecs["tiny"]
     engine = Engine({"snac": codec}, EngineSettings(max_streams=8, max_batch=4,
                                                     max_step_frames=3), start=False)
@@ -233,14 +235,18 @@ def test_stateful_runner_warms_every_shape_and_pushes_the_median(snac_codecs):
     status = engine.warmup_status()["snac"]
     assert status["complete"] and status["done"] == status["shapes"] == 4 + 2 + 3 + 3
     assert not engine.stats.errors
-    runner = engine.models["snac"].runners["decode"]
+    from audiotok.server.scheduler import QueueView, StreamView, schedule
 
-    def waiting(n):
-        s = SimpleNamespace(held=n)
-        s.take = lambda k: torch.zeros(7, k, dtype=torch.long)
-        return s
+    assert engine.models["snac"].runners["decode"].paced
+    settings = engine.settings
 
-    work = runner.gather([waiting(n) for n in (5, 1, 2, 4, 0)])
-    assert [None if w is None else w.shape[-1] for w in work] == [2, 1, 2, 2, None]
-    work = runner.gather([waiting(n) for n in (9, 8, 7)])
-    assert [w.shape[-1] for w in work] == [3, 3, 3]  # at most max_step_frames
+    def step_units(waiting: list[int]) -> list[int | None]:
+        views = tuple(StreamView(i, n or None, n, True, False, float(i), 0.0)
+                      for i, n in enumerate(waiting))
+        plan = schedule([QueueView("snac", "decode", views, True, 1)], {}, settings, 0.0,
+                        windows=False)
+        units = dict(zip(plan.streams[0].streams, plan.streams[0].units, strict=True))
+        return [units.get(i) for i in range(len(waiting))]
+
+    assert step_units([5, 1, 2, 4, 0]) == [2, 1, 2, 2, None]
+    assert step_units([9, 8, 7]) == [3, 3, 3]  # at most max_step_frames

@@ -10,6 +10,7 @@ import torch
 from torch import nn
 
 from audiotok.codec import Codec
+from audiotok.streaming.spec import LAYERS, StreamSpec
 
 from . import FAMILY
 
@@ -50,7 +51,7 @@ class MuLawModel(nn.Module):
 
 class MuLawCodec(Codec):
     family = FAMILY
-    causal = True
+    streaming = StreamSpec(decode=LAYERS, encode=LAYERS)  # causal: each frame on its own
     frame_rule = "ceil"
 
     def __init__(self, model: MuLawModel, **kw):

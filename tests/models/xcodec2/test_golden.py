@@ -1,6 +1,8 @@
 """Parity with transformers' Xcodec2Model and the original xcodec2 package on the tiny golden
 checkpoints (tests/data/xcodec2_tiny)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -8,6 +10,7 @@ import torch
 import audiotok
 from audiotok.models.xcodec2.features import semantic_features
 from audiotok.models.xcodec2.weights import load_checkpoint
+from audiotok.streaming.spec import Window
 from tests.conftest import XCODEC2_CASES, XCODEC2_TINY
 
 AUDIO_TOL = 1e-4
@@ -139,19 +142,19 @@ def test_windowed_long_path(xc_codec, xc_golden):
     """Long inputs run in windows with context; with context covering the whole input the
     windows see exactly what the whole pass sees."""
     wave, codes = xc_golden["n49120_waveform"], xc_golden["n49120_codes"][0]
-    saved = xc_codec.window_frames, xc_codec.context_frames
+    saved = xc_codec.streaming
     try:
-        xc_codec.window_frames, xc_codec.context_frames = 40, 200
+        xc_codec.streaming = replace(saved, long_window=Window(200, 40, 200))
         got = xc_codec.encode(wave)
         np.testing.assert_array_equal(got.tokens[0].numpy(), codes)
         audio = xc_codec.decode(codes)
         assert np.abs(audio.numpy() - xc_golden["n49120_audio"]).max() <= AUDIO_TOL
-        xc_codec.window_frames, xc_codec.context_frames = 40, 8
+        xc_codec.streaming = replace(saved, long_window=Window(8, 40, 8))
         short = xc_codec.encode(wave)
         assert short.tokens.shape == (1, 1, 154) and short.lengths.tolist() == [154]
         assert xc_codec.decode(short).shape == (1, 1, 49120)
     finally:
-        xc_codec.window_frames, xc_codec.context_frames = saved
+        xc_codec.streaming = saved
 
 
 def test_fbank_in_blocks_equals_one_block(xc_golden):

@@ -2,6 +2,7 @@
 with the golden reference, and batches and windows as the torch codec runs them."""
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import onnx
@@ -9,6 +10,7 @@ import pytest
 
 import audiotok
 from audiotok.errors import AudiotokError
+from audiotok.streaming.spec import Window
 from tests.conftest import XCODEC2_TINY
 from tests.helpers import export_onnx_cli, run_torch_free, torch_free_script
 
@@ -77,7 +79,7 @@ def test_xcodec2_batches_and_windows_as_the_torch_codec(xc_folder, xc_golden, tm
         {**manifest, "window_frames": 100, "context_frames": 20}))
     windowed = audiotok.load(small)
     reference = audiotok.load(XCODEC2_TINY / "hf")
-    reference.window_frames, reference.context_frames = 100, 20
+    reference.streaming = replace(reference.streaming, long_window=Window(20, 100, 20))
     batch = [xc_golden["n144000_waveform"], items[0]]  # 451 frames: 5 windows, and a short one
     a, b = windowed.encode(batch), reference.encode(batch)
     assert np.array_equal(a.tokens, b.tokens.numpy()) and a.lengths.tolist() == [451, 105]

@@ -10,6 +10,7 @@ from ...audio import AudioItem
 from ...checkpoint import build_model
 from ...codec import Codec, codebooks_setting
 from ...errors import AudiotokError
+from ...streaming.spec import STEPS, StreamSpec, Window
 from . import FAMILY
 from .config import DacConfig
 from .model import DacModel, DecoderBlock
@@ -31,9 +32,9 @@ class DacCodec(Codec):
     16 kHz (their stride-5 transposed convolutions lose a sample each), as the references."""
 
     family = FAMILY
-    stream_stateful = True  # decoder_stream(): the default of stream_decoder and the engine
-    stream_exact = True  # windows of 10 frames' context each side equal the offline decode
-    stream_window = (10, 10, 10)  # (left, chunk, lookahead) frames
+    # decoded as steps, or in windows of 10 frames' context each side (they equal the offline
+    # decode); no encode stream
+    streaming = StreamSpec(decode=STEPS, window=Window(10, 10, 10, exact=True))
 
     def __init__(self, model: DacModel, *, codebooks: int | None = None,
                  padding: str = "frame", **kw):
@@ -60,8 +61,8 @@ class DacCodec(Codec):
         model = build_model(DacModel, config, state_dict, str(path))
         return cls(model, source=str(path), **kw)
 
-    def decoder_stream(self):
-        """The stateful stream (nn/stream_steps.py): every frame decoded once, each sample out
+    def step_stream(self, direction: str):
+        """The decoder's stream (nn/stream_steps.py): every frame decoded once, each sample out
         once the codes it depends on have come (the decoder reaches about 10 frames ahead)."""
         from ...nn.stream_steps import Chain, DecoderStream, build
 

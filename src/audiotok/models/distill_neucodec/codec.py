@@ -3,6 +3,7 @@ another encoder)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -23,7 +24,7 @@ class DistillNeuCodecCodec(NeuCodecCodec):
 
     family = FAMILY
     frame_rule = "plus_one"
-    window_frames = None
+    streaming = replace(NeuCodecCodec.streaming, long_window=None)  # items run whole
 
     @classmethod
     def from_checkpoint(cls, path: Path, config: DistillNeuCodecConfig | None = None,

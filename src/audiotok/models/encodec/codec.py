@@ -10,6 +10,7 @@ from ...audio import AudioItem
 from ...checkpoint import build_model
 from ...codec import Codec, Encoded, by_length, codebooks_setting
 from ...errors import AudiotokError
+from ...streaming.spec import SEGMENTS, STEPS, StreamSpec
 from . import FAMILY, segments
 from .config import EncodecConfig
 from .model import EncodecModel
@@ -34,7 +35,8 @@ class EncodecCodec(Codec):
     family = FAMILY
     # the mono models decode long codes in pieces this long (_decode_mono)
     DECODE_PIECE_SECONDS = 2.0
-    stream_stateful = True  # decoder_stream(): the default of stream_decoder and the engine
+    # the 24 kHz model's: decoded and encoded as steps; the others' in __init__ (SPECS)
+    streaming = StreamSpec(decode=STEPS, encode=STEPS)
 
     def __init__(self, model: EncodecModel, *, codebooks: int | None = None,
                  bandwidth: float | str | None = None, **kw):
@@ -42,10 +44,9 @@ class EncodecCodec(Codec):
         cfg = model.config
         self.channels = cfg.channels
         self.segmented = cfg.segment is not None  # the 48 kHz model: see segments.py
-        self.codes_carry_scales = self.segmented
         if self.segmented:
             self.frame_rule = segments.frame_rule(cfg)
-        self.stream_stateful = self.segmented or cfg.norm == "weight_norm"
+        self.streaming = stream_spec(cfg)
         if codebooks is not None and bandwidth is not None:
             raise AudiotokError("give codebooks or bandwidth, not both")
         if bandwidth is not None:
@@ -63,7 +64,6 @@ class EncodecCodec(Codec):
         self.samples_per_frame = cfg.hop_length
         self.num_codebooks = codebooks
         self.codebook_sizes = (cfg.bins,) * codebooks
-        self.encode_stateful = cfg.causal or self.segmented  # encoder_stream()
         # the mono models encode inputs of 2 pieces or more in pieces this long (_encode_mono;
         # None: in one pass)
         self.encode_piece_seconds: float | None = None if self.segmented else 2.0
@@ -78,39 +78,26 @@ class EncodecCodec(Codec):
         model = build_model(EncodecModel, config, state_dict, str(path))
         return cls(model, source=str(path), **kw)
 
-    def decoder_stream(self):
-        """The stateful stream (models/encodec/stream.py): every frame decoded once; at 24 kHz
-        the first audio once 7 frames are in, then each frame's 320 samples as it comes; at
-        32 kHz the audio lags the codes by the layers' right padding (see docs); at 48 kHz
-        each segment's once the frame after it is in (segment_stream.py)."""
-        if self.segmented:
-            from .segment_stream import SegmentDecoderStream
+    def step_stream(self, direction: str):
+        """The mono models' streams (models/encodec/stream.py). Decoding: every frame decoded
+        once; at 24 kHz the first audio once 7 frames are in, then each frame's 320 samples as
+        it comes; at 32 kHz the audio lags the codes by the layers' right padding (see docs).
+        Encoding (the causal 24 kHz model): the first tokens once 7 frames of audio are in,
+        then each frame's as its samples come; the last partial frame at the end, completed by
+        reflection as the offline encode does."""
+        from .stream import decoder_stream, encoder_stream
 
-            return SegmentDecoderStream(self.model)
-        from .stream import decoder_stream
+        return (decoder_stream if direction == "decode" else encoder_stream)(self.model)
 
-        return decoder_stream(self.model)
+    def segment_stream(self, direction: str):
+        """The 48 kHz model's streams (segment_stream.py): each segment's tokens and scale once
+        its samples are in; its audio once its frames, its scale and the frame after it are in.
+        Audio is taken in float32 (a segment is scaled to unit rms before the model casts it,
+        as the offline encode does)."""
+        from .segment_stream import SegmentDecoderStream, SegmentEncoderStream
 
-    def encoder_stream(self):
-        """The causal model's stateful encoder stream (models/encodec/stream.py): the first
-        tokens once 7 frames of audio are in, then each frame's as its samples come; the last
-        partial frame at the end, completed by reflection as the offline encode does. The
-        48 kHz model's: each segment's tokens and scale once its samples are in."""
-        if self.segmented:
-            from .segment_stream import SegmentEncoderStream
-
-            return SegmentEncoderStream(self.model)
-        if not self.encode_stateful:
-            return super().encoder_stream()
-        from .stream import encoder_stream
-
-        return encoder_stream(self.model)
-
-    @property
-    def stream_input_dtype(self) -> torch.dtype:
-        """float32 at 48 kHz: a segment is scaled to unit rms before the model casts it, as the
-        offline encode does (in bfloat16 a push rounded first gave 86-90 % of its codes)."""
-        return torch.float32 if self.segmented else self.dtype
+        return (SegmentDecoderStream if direction == "decode" else SegmentEncoderStream)(
+            self.model)
 
     @property
     def all_codebook_sizes(self) -> tuple[int, ...]:
@@ -178,7 +165,7 @@ class EncodecCodec(Codec):
         piece = round(self.DECODE_PIECE_SECONDS * self.sample_rate / self.samples_per_frame)
         if self.device.type != "cpu" or tokens.shape[-1] < 2 * piece:
             return self.model.decode(tokens)
-        stream = self.decoder_stream()
+        stream = self.step_stream("decode")
         audio = [stream.push(tokens[..., at : at + piece])
                  for at in range(0, tokens.shape[-1], piece)]
         return torch.cat([*audio, stream.finish()], -1)
@@ -210,3 +197,12 @@ class EncodecCodec(Codec):
         out = torch.tensor([segments.decoded_samples(self.config, n) if n else 0
                             for n in lengths.tolist()])
         return out if num_samples is None else torch.minimum(num_samples.cpu(), out)
+
+
+def stream_spec(cfg: EncodecConfig) -> StreamSpec:
+    """How a variant streams: the 48 kHz model segment by segment both ways; a mono model with
+    weight norm decodes as steps, and encodes as steps where it is causal (24 kHz)."""
+    if cfg.segment is not None:
+        return StreamSpec(decode=SEGMENTS, encode=SEGMENTS)
+    return StreamSpec(decode=STEPS if cfg.norm == "weight_norm" else None,
+                      encode=STEPS if cfg.causal and cfg.norm == "weight_norm" else None)

@@ -35,6 +35,7 @@ class SegmentEncoderStream:
         self._scales: list[torch.Tensor] = []
 
     def push(self, audio: torch.Tensor) -> torch.Tensor:
+        audio = audio.float()  # scaled to unit rms before the model casts it, as offline
         self.samples += audio.shape[-1]
         self.pending = audio if self.pending is None else torch.cat([self.pending, audio], -1)
         codes = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -9,6 +10,7 @@ import torch
 from ...checkpoint import build_model
 from ...codec import Codec, codebooks_setting
 from ...errors import AudiotokError
+from ...streaming.spec import LAYERS, StreamSpec
 from . import FAMILY
 from .config import MimiConfig
 from .model import MimiModel
@@ -30,12 +32,10 @@ class MimiCodec(Codec):
     (default) or "layer" (see PADDINGS); the two differ only in that frame."""
 
     family = FAMILY
-    causal = True
     frame_rule = "ceil"
-    # streamed pieces for long inputs (Codec._encode_causal): 64 frames (5.1 s) ran 0.83x the
-    # time of one pass (decode) and of 32-frame pieces here (benchmarks/mimi_speed.py)
-    encode_chunk_frames = 64
-    decode_chunk_frames = 64
+    # causal both ways; long inputs in pieces of 64 frames (5.1 s: the faster size here,
+    # benchmarks/mimi_speed.py)
+    streaming = StreamSpec(decode=LAYERS, encode=LAYERS, pieces=64)
 
     def __init__(self, model: MimiModel, *, codebooks: int | None = None,
                  padding: str = "frame", **kw):
@@ -45,7 +45,8 @@ class MimiCodec(Codec):
         if padding not in PADDINGS:
             raise AudiotokError(f"padding must be one of {', '.join(PADDINGS)}, got {padding!r}")
         self.padding = padding
-        self.pads_per_layer = padding == "layer"
+        if padding == "layer":  # an encode stream's last frame padded by each convolution
+            self.streaming = replace(self.streaming, end_padding="layers")
         self.model.encode_levels = codebooks
         self.sample_rate = config.sample_rate
         self.samples_per_frame = config.samples_per_frame

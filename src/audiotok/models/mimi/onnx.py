@@ -22,4 +22,4 @@ def onnx_graphs(codec, tmp: Path, facts: dict, settings: OnnxSettings) -> dict:
         raise AudiotokError(f"max_push_frames must be 1..{window} (the attention window)")
     facts["padding"] = codec.padding
     return causal_graphs(codec, tmp, facts, 2 * window + 3, max_push, settings.offline_graphs,
-                         raw_samples=codec.pads_per_layer)
+                         raw_samples=codec.streaming.end_padding == "layers")

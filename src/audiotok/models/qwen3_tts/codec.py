@@ -10,6 +10,7 @@ import torch
 from ...checkpoint import build_model
 from ...codec import Codec
 from ...errors import AudiotokError
+from ...streaming.spec import LAYERS, StreamSpec
 from . import FAMILY
 from .config import Qwen3TtsConfig
 from .model import Qwen3TtsModel
@@ -30,9 +31,10 @@ class Qwen3TtsCodec(Codec):
     of left context (equal up to 300 frames, not beyond; see docs)."""
 
     family = FAMILY
-    causal = True
     frame_rule = "ceil"
-    pads_per_layer = True  # as transformers' MimiModel, which the reference calls
+    # causal both ways; a last partial frame padded by each convolution, as transformers'
+    # MimiModel (which the reference calls) pads it
+    streaming = StreamSpec(decode=LAYERS, encode=LAYERS, end_padding="layers")
 
     def __init__(self, model: Qwen3TtsModel, **kw):
         super().__init__(model, model.config, **kw)
@@ -60,18 +62,13 @@ class Qwen3TtsCodec(Codec):
     def info(self) -> dict:
         return {**super().info(), "attention": self.attention}
 
-    @property
-    def encoder_streams(self) -> bool:
-        """With full attention every past step is kept: no bounded stream state."""
-        return self.attention == "window"
-
-    def stream_encoder(self, batch_size: int = 1):
-        if not self.encoder_streams:
-            raise AudiotokError(f"{self.title} streams its encoder exactly with "
-                                "attention='window' only (full attention keeps every past "
-                                "step); load it with attention='window' (flash-attention 2's "
-                                "result), or encode whole inputs")
-        return super().stream_encoder(batch_size)
+    def stream_refusal(self, direction: str) -> str | None:
+        """With full attention the encoder keeps every past step: no bounded stream state."""
+        if direction == "encode" and self.attention != "window":
+            return (f"{self.title} streams its encoder exactly with attention='window' only "
+                    "(full attention keeps every past step); load it with attention='window' "
+                    "(flash-attention 2's result), or encode whole inputs")
+        return None
 
     def _encode_batch(self, audio: torch.Tensor) -> torch.Tensor:
         return self._run("encode", self.model.encode, audio)

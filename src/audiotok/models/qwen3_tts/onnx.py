@@ -24,7 +24,7 @@ def onnx_graphs(codec, tmp: Path, facts: dict, settings: OnnxSettings) -> dict:
     facts["attention"] = codec.attention
     extra = causal_graphs(codec, tmp, facts, 2 * window + 3, max_push, settings.offline_graphs,
                           raw_samples=True)
-    if not codec.encoder_streams:
+    if codec.stream_refusal("encode"):
         extra["no_step_graph"] = {
             "encoder_step": "its encoder attends over every past step (attention=full); "
                             "`audiotok export 'MODEL?attention=window' --format onnx ...` "

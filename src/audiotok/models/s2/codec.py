@@ -8,6 +8,7 @@ import torch
 
 from ...checkpoint import build_model
 from ...codec import Codec
+from ...streaming.spec import LAYERS, StreamSpec
 from . import FAMILY
 from .config import S2Config
 from .model import S2Model
@@ -18,7 +19,7 @@ class S2Codec(Codec):
     """Fish Audio's S2 Pro codec: 44.1 kHz mono <-> 1 semantic + N residual codebooks, causal."""
 
     family = FAMILY
-    causal = True
+    streaming = StreamSpec(decode=LAYERS, encode=LAYERS)
     frame_rule = "ceil"  # right-padded with zeros to a whole frame, as fish-speech does
 
     def __init__(self, model: S2Model, **kw):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -11,6 +12,7 @@ from ...checkpoint import build_model
 from ...codec import Codec, _as_token_tensor, by_length
 from ...codes import Codes
 from ...errors import AudiotokError, CodesError
+from ...streaming.spec import STEPS, StreamSpec, Window
 from . import FAMILY
 from .config import SnacConfig, decode_context
 from .model import SnacModel, levels_to_rows, rows_to_levels
@@ -26,13 +28,13 @@ class SnacCodec(Codec):
     Inputs are zero-padded as the reference pads them: to whole coarse frames (24 kHz), or to
     whole attention windows of 4 coarse frames (32/44 kHz). Not causal: a padded batch is
     encoded and decoded per length, so every item gets what it gets alone. Streams run the
-    decoder statefully (decoder_stream), or in windows with enough context to equal the offline
-    decode (stream_window; `stream_exact`)."""
+    decoder statefully (step_stream), or in windows with enough context to equal the offline
+    decode (the spec's window, from the configuration's reach)."""
 
     family = FAMILY
-    stream_window = (3, 4, 3)  # (left, chunk, lookahead) frames; per config in __init__
-    stream_exact = True
-    stream_stateful = True
+    # decoded as steps, or in exact windows (left, chunk, lookahead: 24 kHz's here; per
+    # configuration in __init__); no encode stream
+    streaming = StreamSpec(decode=STEPS, window=Window(3, 4, 3, exact=True))
 
     def __init__(self, model: SnacModel, *, noise: str = "seeded", seed: int = 0, **kw):
         super().__init__(model, model.config, **kw)
@@ -46,11 +48,13 @@ class SnacCodec(Codec):
         self.samples_per_frame = cfg.samples_per_frame
         self.num_codebooks = cfg.num_codebooks
         self.codebook_sizes = (cfg.codebook_size,) * cfg.num_codebooks
-        self.window_align = align = cfg.pad_frames  # frames of an attention window (or 1)
+        align = cfg.pad_frames  # frames of an attention window (or 1)
         if align > 1:
             self.frame_rule = f"ceil:{align}"
         left, right = decode_context(cfg)  # 24 kHz: 3, 3; 32/44 kHz: 8, 8
-        self.stream_window = (left, -(-4 // align) * align, right)  # chunk: 4 frames or more
+        # windows start on attention windows; a chunk of 4 frames or more
+        self.streaming = replace(self.streaming, window=Window(
+            left, -(-4 // align) * align, right, align, exact=True))
 
     @classmethod
     def from_checkpoint(cls, path: Path, config: SnacConfig | None = None, **kw) -> SnacCodec:
@@ -59,12 +63,12 @@ class SnacCodec(Codec):
         model = build_model(SnacModel, config, state_dict, str(path))
         return cls(model, source=str(path), **kw)
 
-    def decoder_stream(self):
-        """The stateful stream (models/snac/stream.py): every frame decoded once, audio out as
+    def step_stream(self, direction: str):
+        """The decoder's stream (models/snac/stream.py): every frame decoded once, audio out as
         soon as it is final, 4757 samples (2.3 frames) behind the codes at 24 kHz."""
         from .stream import decoder_stream
 
-        return decoder_stream(self.model, self.window_align)
+        return decoder_stream(self.model, self.streaming.window.align)
 
     @property
     def noise(self) -> str:
@@ -127,7 +131,7 @@ class SnacCodec(Codec):
         out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * spf, device=tokens.device)
         for n, group in by_length(lengths.tolist()):
             x = tokens[group][..., :n]
-            pad = -n % self.window_align
+            pad = -n % self.streaming.window.align
             if pad:
                 x = torch.cat([x, x[..., -1:].expand(-1, -1, pad)], -1)
             offsets = frame_offsets[group].to(tokens.device)

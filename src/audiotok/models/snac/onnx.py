@@ -20,7 +20,7 @@ def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
     if model.noise == "torch":
         raise AudiotokError("the decoder's torch noise (a global generator) cannot be exported; "
                             "load the codec with noise='seeded' (the default) or 'off'")
-    spf, align = codec.samples_per_frame, codec.window_align
+    spf, align = codec.samples_per_frame, codec.streaming.window.align
     batch = torch.export.Dim("batch", min=1, max=4096)
     blocks = torch.export.Dim("blocks", min=1, max=MAX_FRAMES // align)
     frames = torch.export.Dim("frames", min=1, max=MAX_FRAMES)

@@ -10,6 +10,7 @@ from ...audio import AudioItem
 from ...checkpoint import build_model
 from ...chunking import context_windows
 from ...codec import Codec
+from ...streaming.spec import WINDOWS, StreamSpec, Window
 from . import FAMILY
 from .config import XCodec2Config
 from .model import XCodec2Model
@@ -22,13 +23,13 @@ class XCodec2Codec(Codec):
     family = FAMILY
     # Always padded with 1..320 zeros, as trained: frames = N // 320 + 1.
     frame_rule = "plus_one"
-    # Items longer than window_frames are processed in windows of that many frames, each with
-    # context_frames more on both sides whose output is discarded (the model attends to the whole
-    # input, so this is an approximation; see the docs' X-Codec2 page for its measured effect).
-    # Memory then stays bounded. None: always whole.
-    window_frames: int | None = 1500
-    context_frames: int = 150
-    stream_window = (10, 25, 10)  # left, chunk, lookahead: measured, docs' serving page
+    # Decode streams re-decode windows (left, chunk, lookahead: measured, docs' serving page;
+    # not exact: the model attends to the whole input). Offline, items longer than
+    # long_window.chunk frames are processed in windows of that many frames with `left` frames
+    # more on both sides whose output is discarded (an approximation; the docs' X-Codec2 page
+    # measures its effect), so memory stays bounded.
+    streaming = StreamSpec(decode=WINDOWS, window=Window(10, 25, 10),
+                           long_window=Window(150, 1500, 150))
 
     def __init__(self, model: XCodec2Model, **kw):
         super().__init__(model, model.config, **kw)
@@ -48,11 +49,13 @@ class XCodec2Codec(Codec):
         return cls(model, source=str(path), **kw)
 
     def _is_long(self, frames: int) -> bool:
-        return self.window_frames is not None and frames > self.window_frames
+        long = self.streaming.long_window
+        return long is not None and frames > long.chunk
 
     def _windows(self, frames: int):
         """(start, stop) of each window with context, and the slice of its output to keep."""
-        return context_windows(frames, self.window_frames, self.context_frames)
+        long = self.streaming.long_window
+        return context_windows(frames, long.chunk, long.left)
 
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
         frames = [self.num_frames(it.samples.numel()) for it in items]

@@ -1,0 +1,53 @@
+"""Offline requests as one padded batch (the engine batches the requests that arrive within
+a short window): each request's result equals its call alone."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from ..codes import Codes
+
+
+class ScaledTokens(NamedTuple):
+    """An encode's tokens [K, T] and its segments' scales [S], for codes that carry them."""
+
+    tokens: np.ndarray
+    scales: np.ndarray
+
+
+def run_offline(codec, kind: str, payloads: list) -> list:
+    """One padded batch of whole requests (per-item results equal one-at-a-time calls).
+    encode: audio float32 [n] ([C, n]) at the codec's input rate -> tokens int64 [K, T] (codes
+    that carry scales: ScaledTokens); decode: (tokens [K, T], num_samples or None, scales [S]
+    or None) -> audio float32 [N] ([C, N] for C > 1 channels)."""
+    if kind == "encode":
+        codes = codec.encode([torch.from_numpy(a) for a in payloads], codec.input_rate)
+        tokens = codes.tokens.numpy()
+        out = [tokens[i, :, :n] for i, n in enumerate(codes.lengths.tolist())]
+        if codes.scales is None:
+            return out
+        return [ScaledTokens(t, codes.scales[i, : codec.segment_count(t.shape[1])].numpy())
+                for i, t in enumerate(out)]
+    lengths = [t.shape[1] for t, _, _ in payloads]
+    tokens = torch.zeros(len(payloads), codec.num_codebooks, max(lengths), dtype=torch.long)
+    for i, (t, _, _) in enumerate(payloads):
+        tokens[i, :, : t.shape[1]] = t
+    scales = None
+    if any(sc is not None for _, _, sc in payloads):  # those without: ones (unscaled)
+        scales = torch.ones(len(payloads), max(codec.segment_count(n) for n in lengths))
+        for i, (_, _, sc) in enumerate(payloads):
+            if sc is not None:
+                scales[i, : sc.shape[0]] = torch.from_numpy(sc)
+    spf = codec.samples_per_frame
+    num_samples = torch.tensor([n * spf if ns is None else ns
+                                for n, (_, ns, _) in zip(lengths, payloads, strict=True)])
+    audio = codec.decode(Codes(tokens, torch.tensor(lengths), codec=codec.name,
+                               sample_rate=codec.sample_rate, samples_per_frame=spf,
+                               num_samples=num_samples, scales=scales)).numpy()
+    n_out = codec.audio_lengths(torch.tensor(lengths), num_samples).tolist()
+    if codec.channels > 1:
+        return [audio[i, :, :n] for i, n in enumerate(n_out)]
+    return [audio[i, 0, :n] for i, n in enumerate(n_out)]
