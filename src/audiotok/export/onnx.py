@@ -12,8 +12,7 @@ the step graphs `decoder_step.onnx` (codes [B, K, t] with the streaming state ->
 tokens out), whose state is explicit (every streaming module's: convolution contexts,
 transposed-convolution tails, attention keys and values, position counters), and the
 whole-input `encoder.onnx` and `decoder.onnx`, which the runtime runs for whole inputs (faster
-than the step graphs over pieces: docs/interop.md measures encode at 1.55x and decode at 1.2x
-the time through the step graphs). Driving the step graphs push by push gives the
+than the step graphs over pieces: docs/interop.md). Driving the step graphs push by push gives the
 offline results, so an export may leave the whole-input graphs out (OnnxSettings.offline_graphs
 False: each weight once, half the size and the export time); the runtime then encodes and
 decodes whole inputs through the step graphs, as the torch codec runs long inputs. An encoder

@@ -67,7 +67,7 @@ class AntiAliasedActivation(nn.Module):
         if x.dtype == torch.float32:
             y = self.ratio * F.conv_transpose1d(y, taps, stride=self.ratio, groups=channels)
             y = y[..., self.up_crop_left : y.shape[-1] - self.up_crop_right]
-        else:  # the same filter, computed per phase: 3x faster than conv_transpose in bf16
+        else:  # the same filter per phase (bf16 conv_transpose is slow: docs/performance.md)
             y = self._upsample_polyphase(y, x.shape[-1])
         y = self.act(y)
         up_lengths = None if lengths is None else lengths * self.ratio

@@ -57,7 +57,20 @@ class LayerState:
 
     def tensors(self) -> list[torch.Tensor]:
         """Every state tensor, in named_tensors()' order."""
-        return [t for _, t in self.named_tensors()]
+        out: list[torch.Tensor] = []
+        _leaves(self, out)
+        return out
+
+    def copy(self) -> LayerState:
+        """A new container of the same tensors (nested states and lists new too), so that a
+        call that assigns its fields leaves this one as it was."""
+        new = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, LayerState):
+                setattr(new, name, value.copy())
+            elif isinstance(value, list):
+                setattr(new, name, [v.copy() if isinstance(v, LayerState) else v for v in value])
+        return new
 
     def mapped(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> LayerState:
         """A state of the same structure whose tensors are fn(each tensor)."""
@@ -77,6 +90,17 @@ def _collect(value, name: str, out: list) -> None:
     elif isinstance(value, list):
         for i, v in enumerate(value):
             _collect(v, f"{name}.{i}", out)
+
+
+def _leaves(value, out: list) -> None:
+    if isinstance(value, torch.Tensor):
+        out.append(value)
+    elif isinstance(value, LayerState):
+        for v in vars(value).values():
+            _leaves(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _leaves(v, out)
 
 
 def _rebuild(value, it):
@@ -104,6 +128,14 @@ class StreamingModule(nn.Module):
     def new_state(self, batch: int, device: torch.device) -> LayerState:
         """The state before the first call, for `batch` rows."""
         raise NotImplementedError
+
+    def set_stream(self, streaming: bool, state: LayerState | None = None,
+                   ragged: Ragged | None = None) -> None:
+        """Start or end streaming with `state` (plain attributes, set without nn.Module's
+        checks: a step sets them on every streaming module)."""
+        object.__setattr__(self, "streaming", streaming)
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "ragged", ragged)
 
     def current_state(self, batch: int, device: torch.device) -> LayerState:
         """The state of this stream (a new one on the first call)."""
@@ -144,12 +176,12 @@ def streaming(*roots: nn.Module) -> Iterator[None]:
     if any(m.streaming for m in modules):
         raise RuntimeError("these modules are already streaming; close the other stream first")
     for m in modules:
-        m.streaming, m.state, m.ragged = True, None, None
+        m.set_stream(True)
     try:
         yield
     finally:
         for m in modules:
-            m.streaming, m.state, m.ragged = False, None, None
+            m.set_stream(False)
 
 
 def stream_copy(module: nn.Module) -> nn.Module:

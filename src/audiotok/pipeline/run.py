@@ -100,8 +100,8 @@ class Job:
 
 def default_batch_seconds(device: torch.device) -> float:
     """60 s of audio per batch on a GPU; one item per batch (0) on the CPU, where batching gains
-    nothing and padded items cost compute (non-causal codecs also mask them): 1.3-1.7x faster
-    end to end there (docs: corpora)."""
+    nothing and padded items cost compute (non-causal codecs also mask them; docs/corpora.md
+    measures it)."""
     return 0.0 if device.type == "cpu" else 60.0
 
 

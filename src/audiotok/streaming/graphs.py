@@ -60,13 +60,13 @@ class GraphedSteps:
         it = iter(leaves)
         ragged = Ragged(frames, self.steps_of(x))
         for m, rows in zip(t.modules, t.rows, strict=True):
-            m.state, m.streaming, m.ragged = rows.rebuilt(it), True, ragged
+            m.set_stream(True, rows.rebuilt(it), ragged)
         try:
             y = self.call(t.model, x)
             return (y, *(new for m in t.modules for new in m.state.tensors()))
         finally:
             for m in t.modules:
-                m.streaming, m.state, m.ragged = False, None, None
+                m.set_stream(False)
 
     def run(self, slots: list[int], frames: list[int], x: torch.Tensor) -> torch.Tensor:
         """The output of the rows of `slots` for input x [len(slots), ...] (row i holding

@@ -66,8 +66,7 @@ class SlotTable:
         for m, rows in zip(self.modules, self.rows, strict=True):
             # (every row: the states themselves, in new containers, so that a failed step's
             # field assignments do not reach them)
-            m.state = rows.rebuilt(rows.tensors()) if every else rows.mapped(take)
-            m.streaming, m.ragged = True, ragged
+            m.set_stream(True, rows.copy() if every else rows.mapped(take), ragged)
         try:
             yield self.model
             for i, m in enumerate(self.modules):
@@ -78,7 +77,7 @@ class SlotTable:
                         put(old, new)
         finally:
             for m in self.modules:
-                m.streaming, m.state, m.ragged = False, None, None
+                m.set_stream(False)
 
     def _rows_of(self, slots: list[int]) -> tuple[Callable, Callable]:
         """take(rows) -> the rows of `slots`; put(rows, new) writes new rows back. A run of

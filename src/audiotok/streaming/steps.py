@@ -26,8 +26,7 @@ class StepStreamer(Streamer):
     mode = "stateful"
     whole_frames = False
     # frames (rows x frames per row) one batched call takes at most: past that the activations
-    # outgrow the caches (SNAC 24 kHz, 2-core AMD EPYC: 7.9 ms a frame at 4 rows x 8 frames,
-    # 17 ms at 8 x 8)
+    # outgrow the caches (benchmarks/serve_engine.py; docs/codecs/snac.md)
     BATCH_FRAMES = 32
 
     def __init__(self, codec, direction: str):

@@ -134,8 +134,8 @@ class EncodecCodec(Codec):
         """model.encode(audio); on the CPU, audio of 2 pieces or more in pieces: the causal
         model's through its stream chain (stream.latents_in_pieces), the 32 kHz one's in
         overlapping windows (windows.py). A piece's activations stay in the caches from layer
-        to layer, where one pass streams every layer's through memory (24 kHz, 60 s: 0.45-0.48x
-        the time). The latents are the one pass's bit for bit at all but a few lengths, within
+        to layer, where one pass streams every layer's through memory (docs/codecs/encodec.md,
+        speed). The latents are the one pass's bit for bit at all but a few lengths, within
         1e-7 there (docs/codecs/encodec.md), so the codes are the same but at a near tie."""
         seconds = self.encode_piece_seconds
         hop = self.samples_per_frame
@@ -160,8 +160,8 @@ class EncodecCodec(Codec):
     def _decode_mono(self, tokens: torch.Tensor) -> torch.Tensor:
         """model.decode(tokens); on the CPU, codes of 2 pieces or more through the stateful
         stream, DECODE_PIECE_SECONDS of codes a push: a piece's activations stay in the caches
-        from layer to layer, where one pass streams every layer's through memory (60 s at
-        24 kHz took 0.67x the time; the audio within 1e-7 of one pass's)."""
+        from layer to layer, where one pass streams every layer's through memory
+        (docs/codecs/encodec.md, speed); the audio within 1e-7 of one pass's."""
         piece = round(self.DECODE_PIECE_SECONDS * self.sample_rate / self.samples_per_frame)
         if self.device.type != "cpu" or tokens.shape[-1] < 2 * piece:
             return self.model.decode(tokens)

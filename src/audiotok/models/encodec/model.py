@@ -113,10 +113,9 @@ class SLSTM(nn.Module):
 
     def forward_many(self, xs: list[torch.Tensor]) -> list[torch.Tensor]:
         """forward(x) of each x [B, C, t_x], as one batch: each zero-padded at its end to the
-        longest (an LSTM's earlier steps do not see later ones), each out channels-last. At
-        batch 1 the recurrence reads its weights once a step for one row; 11 rows took 0.30x
-        the time of 11 calls (the 48 kHz decoder's, [150, 512]). The sums round as a batch's
-        (within 3e-7 of one call's)."""
+        longest (an LSTM's earlier steps do not see later ones), each out channels-last: the
+        recurrence reads its weights once a step for all rows (docs/codecs/encodec.md). The
+        sums round as a batch's (within 3e-7 of one call's)."""
         b, c = xs[0].shape[:2]
         seq = xs[0].new_zeros(max(x.shape[-1] for x in xs), b * len(xs), c)
         for i, x in enumerate(xs):

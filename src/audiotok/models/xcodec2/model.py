@@ -75,8 +75,8 @@ class AcousticEncoder(nn.Module):
     """Audio [B, 1, P] -> [B, hidden, P / hop].
 
     The blocks run over time windows of about `window_elements` values per tensor
-    (nn/windows.py): the same result as whole-signal passes, which are 2.2x slower on CPU for
-    10 s of audio and 2.8x for 36 s (page faults and memory traffic of 60-400 MB tensors)."""
+    (nn/windows.py): the same result as whole-signal passes, faster on the CPU for long inputs
+    (docs/performance.md)."""
 
     window_elements = 2**20
 
