@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from common import ROOT, parser
+from common import ROOT, median_time, parser
 
 MODELS = ("s2", "xcodec2", "mimi", "snac", "dac", "encodec", "qwen3_tts", "neucodec",
           "distill_neucodec")
@@ -109,18 +109,9 @@ def measure(path: str, seconds: float, repeats: int, pushes: int) -> dict:
     codec = audiotok.load(path)
     x = torch.from_numpy(test_signal(seconds, codec.input_rate, 1)[0])
 
-    def median(fn, n):
-        fn()
-        times = []
-        for _ in range(n):
-            t = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - t)
-        return statistics.median(times)
-
-    out = {"encode": median(lambda: codec.encode(x, codec.input_rate), repeats)}
+    out = {"encode": median_time(lambda: codec.encode(x, codec.input_rate), repeats)[0]}
     codes = codec.encode(x, codec.input_rate)
-    out["decode"] = median(lambda: codec.decode(codes), repeats)
+    out["decode"] = median_time(lambda: codec.decode(codes), repeats)[0]
     try:
         dec = codec.stream_decoder()
     except AudiotokError:

@@ -48,17 +48,16 @@ class LayerState:
     """A streaming layer's state: batch-first tensors, the same structure whatever the batch.
     A field holds a tensor, None, a LayerState, or a list of tensors or LayerStates."""
 
-    def named_tensors(self, prefix: str = "") -> list[tuple[str, torch.Tensor]]:
+    def named_tensors(self) -> list[tuple[str, torch.Tensor]]:
         """(dotted name, tensor) of every state tensor, in field order ("layers.0.k")."""
-        out = []
-        for f in fields(self):
-            _collect(getattr(self, f.name), prefix + f.name, out)
+        out: list = []
+        _walk(self, "", out)
         return out
 
     def tensors(self) -> list[torch.Tensor]:
         """Every state tensor, in named_tensors()' order."""
-        out: list[torch.Tensor] = []
-        _leaves(self, out)
+        out: list = []
+        _walk(self, None, out)
         return out
 
     def copy(self) -> LayerState:
@@ -82,25 +81,20 @@ class LayerState:
         return _rebuild(self, it)
 
 
-def _collect(value, name: str, out: list) -> None:
+def _walk(value, name: str | None, out: list) -> None:
+    """Append every tensor under `value` in field order: as (dotted name, tensor), or alone
+    when `name` is None (no names built: a streaming step walks the states every call)."""
     if isinstance(value, torch.Tensor):
-        out.append((name, value))
-    elif isinstance(value, LayerState):
-        out.extend(value.named_tensors(name + "."))
+        out.append(value if name is None else (name, value))
+        return
+    if isinstance(value, LayerState):
+        children = vars(value).items()
     elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _collect(v, f"{name}.{i}", out)
-
-
-def _leaves(value, out: list) -> None:
-    if isinstance(value, torch.Tensor):
-        out.append(value)
-    elif isinstance(value, LayerState):
-        for v in vars(value).values():
-            _leaves(v, out)
-    elif isinstance(value, list):
-        for v in value:
-            _leaves(v, out)
+        children = enumerate(value)
+    else:
+        return
+    for key, child in children:
+        _walk(child, None if name is None else f"{name}.{key}" if name else str(key), out)
 
 
 def _rebuild(value, it):

@@ -116,13 +116,15 @@ class LayerStreamer(Streamer):
         frames = [self._frames_of(x) for x in xs for _ in range(x.shape[0])]
         per_row = [self._frames_of(x) for x in xs]
         total = max(frames)
-        length = max(x.shape[-1] for x in xs)
-        first = xs[0]
-        batch = first.new_zeros(len(slots), *first.shape[1:-1], length)
-        at = 0
-        for x in xs:
-            batch[at : at + x.shape[0], ..., : x.shape[-1]] = x
-            at += x.shape[0]
+        if len(xs) == 1:  # (a library stream, a piece of a long input: no padded copy)
+            batch = xs[0]
+        else:
+            length = max(x.shape[-1] for x in xs)
+            batch = xs[0].new_zeros(len(slots), *xs[0].shape[1:-1], length)
+            at = 0
+            for x in xs:
+                batch[at : at + x.shape[0], ..., : x.shape[-1]] = x
+                at += x.shape[0]
         with torch.inference_mode():
             batch = batch.to(self.codec.device)
             if self.graphs is not None:
