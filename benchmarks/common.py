@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -34,21 +35,41 @@ def median_time(fn, repeats: int, warmup: bool = True) -> tuple[float, object]:
     return statistics.median(times), out
 
 
+def per_call(fn, calls: int) -> float:
+    """Mean seconds of `calls` calls of fn."""
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - t) / calls
+
+
+@dataclass
+class Measured:
+    """A result that carries its own timing (a call another process ran and timed)."""
+
+    seconds: float
+    mb: float
+    value: object
+
+
 def timed(fn) -> tuple[float, float, object]:
-    """(seconds, extra peak resident MB, result) of one call."""
+    """(seconds, extra peak resident MB, result) of one call; a Measured result gives its own."""
     reset_peak_rss()  # the high-water mark restarts at the current resident set
     base = peak_rss_mb()
     t = time.perf_counter()
     out = fn()
     seconds = time.perf_counter() - t
+    if isinstance(out, Measured):
+        return out.seconds, out.mb, out.value
     return seconds, max(0.0, peak_rss_mb() - base), out
 
 
 def encode_decode_rounds(impls: dict, repeats: int) -> tuple[dict, dict, dict]:
-    """impls: name -> (encode(), decode(codes)). `repeats` rounds, the implementations
-    interleaved: (times[name, "encode" | "decode"] lists of seconds, extra peak MB of the last
-    call of each, each implementation's last codes)."""
-    times = {(name, k): [] for name in impls for k in ("encode", "decode")}
+    """impls: name -> (encode(), decode(codes) or None for an encode-only codec). `repeats`
+    rounds, the implementations interleaved: (times[name, "encode" | "decode"] lists of seconds,
+    extra peak MB of the last call of each, each implementation's last codes)."""
+    decodes = all(dec is not None for _, dec in impls.values())
+    times = {(name, k): [] for name in impls for k in ("encode", "decode")[: 1 + decodes]}
     memory, codes = {}, {}
     for _ in range(repeats):
         for name, (enc, dec) in impls.items():
@@ -56,6 +77,8 @@ def encode_decode_rounds(impls: dict, repeats: int) -> tuple[dict, dict, dict]:
             times[name, "encode"].append(s)
             memory[name, "encode"] = mb
             codes[name] = c
+            if not decodes:
+                continue
             s, mb, _ = timed(lambda c=c, dec=dec: dec(c))
             times[name, "decode"].append(s)
             memory[name, "decode"] = mb
@@ -112,7 +135,7 @@ def report_rounds(rows: list, times: dict, memory: dict, same: bool | str, secon
                      "codes_equal": same})
         print(f"{seconds:5.1f} s {kind:6s} {name:{width}s} {med:7.2f} s  RTF {med / nominal:.3f}"
               f"  +{memory[name, kind]:6.0f} MB  codes equal: {same}")
-    for kind in ("encode", "decode"):
+    for kind in dict.fromkeys(kind for _, kind in times):
         fastest = min(statistics.median(times[name, kind]) for name in names if name != ours)
         ratio = fastest / statistics.median(times[ours, kind])
         print(f"{seconds:5.1f} s {kind}: {ours} {ratio:.2f}x the faster reference")

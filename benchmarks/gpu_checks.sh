@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Every check that needs a CUDA device, as one run on a machine with one (gpu.py is limited to
-# 7 minutes, to fit a 10-minute call):
+# Every check that needs a CUDA device, as one run on a machine with one (benchmarks/system/gpu.py
+# is limited to 7 minutes, to fit a 10-minute call):
 # the CUDA tests (graph capture, graphed engine steps against offline decode), then
-# benchmarks/gpu.py (offline figures, eager and with CUDA graphs, and the engine's levels).
+# benchmarks/system/gpu.py (offline figures, eager and with CUDA graphs, and the engine's levels).
 #
 #   bash benchmarks/gpu_checks.sh          # results in $OUT, else gpu-out/
 #
@@ -24,5 +24,5 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.cuda.i
     | tee "$out/gpu.txt"
 python3 -m pytest -q -p no:cacheprovider tests/nn/test_cuda_graphs.py \
     tests/server/test_step_graphs.py 2>&1 | tee "$out/tests.txt"
-timeout 420 python3 benchmarks/gpu.py --seconds 10 --engine-streams 1,4,16,64,256 \
+timeout 420 python3 benchmarks/system/gpu.py --seconds 10 --engine-streams 1,4,16,64,256 \
     --json "$out/gpu.json" 2>&1 | tee -a "$out/gpu.txt"

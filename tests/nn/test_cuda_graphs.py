@@ -1,6 +1,6 @@
 """The CUDA graph cache: one capture per input shape, least recently used dropped, failures
-remembered and run eagerly. The capture itself needs a GPU (benchmarks/gpu.py); here a stand-in
-records what would be captured."""
+remembered and run eagerly. The capture itself needs a GPU (benchmarks/system/gpu.py); here a
+stand-in records what would be captured."""
 
 import pytest
 import torch

@@ -1,8 +1,9 @@
 """Engine steps as CUDA graphs (streaming/graphs.py GraphedSteps): batches padded to bucket sizes,
 one capture per (bucket, frames), rows gathered and written back around a pure function. The
-capture itself needs a GPU (benchmarks/gpu.py); here torch.fx's make_fx stands in for it with the
-property that matters: what runs is fixed when a shape is first seen, and later calls of that
-shape only bring new values (new tokens, other frame counts per row, other streams' state)."""
+capture itself needs a GPU (benchmarks/system/gpu.py); here torch.fx's make_fx stands in for it
+with the property that matters: what runs is fixed when a shape is first seen, and later calls
+of that shape only bring new values (new tokens, other frame counts per row, other streams'
+state)."""
 
 import numpy as np
 import pytest

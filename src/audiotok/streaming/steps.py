@@ -26,7 +26,7 @@ class StepStreamer(Streamer):
     mode = "stateful"
     whole_frames = False
     # frames (rows x frames per row) one batched call takes at most: past that the activations
-    # outgrow the caches (benchmarks/serve_engine.py; docs/codecs/snac.md)
+    # outgrow the caches (benchmarks/serving/serve_engine.py; docs/codecs/snac.md)
     BATCH_FRAMES = 32
 
     def __init__(self, codec, direction: str):

@@ -2,7 +2,7 @@
 graphs (the LSTMs as ONNX LSTM nodes, the reflection at the end inside the encoder graph, so the
 runtime feeds each length as it is), and the runtime against the torch codec without torch:
 codes equal, audio within 1e-4, items of different lengths in one call. (The 32 kHz model's
-graphs are the same code with the other padding split; benchmarks/onnx_speed.py --codec
+graphs are the same code with the other padding split; benchmarks/codecs/onnx_speed.py --codec
 encodec-32khz checks their parity: an export takes 13-18 s, one is tested here.)"""
 
 import json

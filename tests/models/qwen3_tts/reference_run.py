@@ -147,9 +147,9 @@ def main(out: str, size: str, seed: str, inputs: str) -> None:
 
 
 def serve(folder: str, threads: str, inputs: str, out: str) -> None:
-    """The saved model, timed on request (benchmarks/qwen3_tts_speed.py): each stdin line
-    "encode NAME" or "decode NAME" runs it on `audio_NAME` (decode: the codes of its last
-    encode) and answers a JSON line of seconds and extra peak resident MB; "quit" writes `out`
+    """The saved model, timed on request (benchmarks/codecs/compare.py --codec qwen3-tts): each
+    stdin line "encode NAME" or "decode NAME" runs it on `audio_NAME` (decode: the codes of its
+    last encode) and answers a JSON line of seconds and extra peak resident MB; "quit" writes `out`
     (each input's codes, the audio of decode() and of one decoder pass) and exits."""
     import json
     import time

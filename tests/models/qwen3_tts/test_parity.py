@@ -45,7 +45,7 @@ def test_small_config(qwen_small):
     np.testing.assert_allclose(audio, ref["onepass_x"], rtol=0, atol=1e-4)
     # the reference's decode(): one pass for 300 frames, then a chunk with 25 frames of left
     # context (here, with one small transformer layer, within 1e-4 of one pass as well; the
-    # full-size difference is in benchmarks/qwen3_tts_speed.py and the docs)
+    # full-size difference is in benchmarks/codecs/compare.py --codec qwen3-tts and the docs)
     np.testing.assert_allclose(audio, ref["audio_x"], rtol=0, atol=1e-4)
     # 12 s: the encoder's steps past 250 attend to every earlier one, as the reference's do
     # (the codes of random weights do not show it; the latents do)

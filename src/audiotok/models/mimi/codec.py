@@ -34,7 +34,7 @@ class MimiCodec(Codec):
     family = FAMILY
     frame_rule = "ceil"
     # causal both ways; long inputs in pieces of 64 frames (5.1 s: the faster size here,
-    # benchmarks/mimi_speed.py)
+    # benchmarks/codecs/compare.py --codec mimi)
     streaming = StreamSpec(decode=LAYERS, encode=LAYERS, pieces=64)
 
     def __init__(self, model: MimiModel, *, codebooks: int | None = None,

@@ -43,19 +43,20 @@ class Rules:
     # up to this many output rows (batch x steps) a float32 convolution without padding of 3
     # taps or more runs as one product over its stacked taps, beyond it conv1d's kernels; of 1
     # or 2 taps (pointwise, a transposed convolution's polyphase form) up to
-    # short_narrow_rows (short_convs.py)
+    # short_narrow_rows (benchmarks/kernels/short_convs.py)
     short_conv_rows: int = 256
     short_narrow_rows: int = 256
     short_conv_rows_reduced: int = 64  # the same for bfloat16 and float16
     # under the MKL rule: from this many rows that product is W @ taps, the taps stored
-    # row-major; below, W @ taps^T (short_convs.py)
+    # row-major; below, W @ taps^T (benchmarks/kernels/short_convs.py)
     taps_rows: int = 17
     # from this many rows (batch x new frames) a streamed transposed convolution runs oneDNN's
     # transposed kernel over context and piece, below it a polyphase product
-    # (streamed_transposed.py)
+    # (benchmarks/kernels/streamed_transposed.py)
     transposed_rows: int = 512
     # up to this many rows a depthwise transposed convolution's polyphase form runs as
-    # multiply-adds over its taps (mimi_steps.py: a push's 512-channel upsampler)
+    # multiply-adds over its taps (benchmarks/streaming/mimi_steps.py: a push's 512-channel
+    # upsampler)
     depthwise_rows: int = 16
     long_keys: int = 256  # under the oneDNN rule: from this many keys, attention in chunks
     query_chunk: int = 512  # queries per chunk (512 x 3000 scores: 6 MB)
