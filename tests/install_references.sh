@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 pip install -q --no-deps moshi==0.2.13  # the Mimi oracle; its metadata pins torch<2.10
 pip install -q --no-deps descript-audio-codec==1.0.0  # DAC's (needs torchaudio, audiotools)
 pip install -q --no-deps encodec==0.1.1  # EnCodec's (imports torchaudio)
+pip install -q --no-deps s3tokenizer==0.3.0  # the S3 tokenizer's (declares torchaudio)
 # the Qwen3-TTS tokenizer's oracle: qwen-tts with the transformers it pins (4.57.3), in a folder
 # of its own that only its reference runs put on their path (the suite's transformers is newer)
 pip install -q --no-deps --target .refs/qwen-tts qwen-tts==0.1.1 transformers==4.57.3 \

@@ -50,6 +50,9 @@ class Codec(FrameMath):
     frame_rule: str = "ceil"  # samples -> frames (chunking.frames_for): "ceil", "plus_one"...
     # what the error for an input shorter than one frame (under a "floor" rule) suggests
     short_input_hint: str = "pad it to at least one frame"
+    # None: decode() works; else the sentence an encode-only codec's decode() raises (what turns
+    # its codes back into audio instead)
+    decode_refusal: str | None = None
 
     def __init__(self, model: nn.Module, config, *, source: str = "", device=None,
                  dtype: torch.dtype = torch.float32, cuda_graphs: bool = False):
@@ -122,6 +125,7 @@ class Codec(FrameMath):
             "dtype": str(self.dtype).replace("torch.", ""),
             "device": str(self.device),
             "cuda_graphs": self.graphs is not None,
+            "decodes": self.decode_refusal is None,
             "weights_licence": self.licence,
         }
 
@@ -247,6 +251,8 @@ class Codec(FrameMath):
         (per item): where each item's first frame sits in a longer stream, for a codec whose
         output depends on absolute position (a decoder's seeded noise); others ignore it.
         """
+        if self.decode_refusal is not None:
+            raise AudiotokError(self.decode_refusal)
         tokens, lengths, num_samples = self._check_codes(codes, clamp)
         scales = getattr(codes, "scales", None)
         with torch.inference_mode():

@@ -65,11 +65,14 @@ def test_offline_items_equal_their_results_alone(family, codecs):
     for codec in codecs(family).values():
         xs = items(codec, 0)
         alone = [codec.encode(x) for x in xs]
-        heard = [codec.decode(c) for c in alone]
+        decodes = codec.decode_refusal is None  # (an encode-only codec: codes alone)
+        heard = [codec.decode(c) for c in alone] if decodes else []
         for order in ((0, 1, 2), (2, 0, 1)):
             batch = codec.encode([xs[i] for i in order])
             for j, i in enumerate(order):
                 assert_codes_equal(batch, j, alone[i])
+            if not decodes:
+                continue
             audio = codec.decode(batch)
             for j, i in enumerate(order):
                 n = heard[i].shape[-1]

@@ -91,7 +91,7 @@ def tables(summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     prec = [n for n in names if "precision" in sysd[n]]
     if prec:
         rows = [[n, _cell(sysd[n]["precision"]["tokens_equal"]),
-                 _cell(sysd[n]["precision"]["decode_snr_vs_reference"])] for n in prec]
+                 _cell(sysd[n]["precision"].get("decode_snr_vs_reference", {}))] for n in prec]
         ref = summary["settings"]["reference_dtype"]
         out.append((f"Precision: {summary['settings']['dtype']} against {ref}",
                     ["model", f"tokens equal to {ref}", f"decode SNR vs {ref}, dB"], rows))
@@ -219,7 +219,8 @@ def _examples(root: Path, results, systems, items, count: int, figures: _Figures
         if not all((item.id, s.name) in ok for s in systems):
             continue
         entries = []
-        for name, system in [("original", None)] + [(s.name, s) for s in systems]:
+        for name, system in [("original", None)] + [(s.name, s) for s in systems
+                                                    if s.reconstructs]:
             path = example_path(root, name, item.index)
             if not path.exists():
                 d = read_item(item, read)

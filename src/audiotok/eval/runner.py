@@ -164,7 +164,12 @@ def _item(run: Run, item, read: ReadSettings, bar) -> None:
         row = {**base, "system": s.name, "duration": len(audio) / rate, "source_rate": rate}
         try:
             result = s.run(audio, rate)
-            values, skipped = measure(ref, None, result.audio, result.rate, run.settings.metrics)
+            if result.audio is None:  # an encode-only codec: tokens, no reconstruction
+                values, skipped = {}, {m: "the codec does not decode (encode only)"
+                                       for m in metric_names(run.settings.metrics)}
+            else:
+                values, skipped = measure(ref, None, result.audio, result.rate,
+                                          run.settings.metrics)
             row.update(metrics=values, skipped=skipped, encode_seconds=result.encode_seconds,
                        decode_seconds=result.decode_seconds, bits=result.bits)
             if isinstance(s, CodecSystem):
@@ -181,7 +186,7 @@ def _item(run: Run, item, read: ReadSettings, bar) -> None:
         # continues from the last recorded line)
         if isinstance(s, CodecSystem):
             out.save_tokens(s.name, item.index, result.tokens)
-        if example:
+        if example and result.audio is not None:
             save_example(out.root, s.name, item.index, result.audio, result.rate)
         _record(run, row, bar)
 

@@ -29,7 +29,7 @@ OPUS_MIN, OPUS_MAX = 6000, 256000  # libsndfile's range for one channel
 
 @dataclass
 class Output:
-    audio: np.ndarray  # float32 [N] at the system's rate
+    audio: np.ndarray | None  # float32 [N] at the system's rate; None: an encode-only codec
     rate: int
     encode_seconds: float = 0.0
     decode_seconds: float = 0.0
@@ -46,6 +46,11 @@ class System:
     kind: str  # "codec", "opus", "resample", "identity"
     facts: dict = field(default_factory=dict)
 
+    @property
+    def reconstructs(self) -> bool:
+        """Whether run() gives audio back (an encode-only codec gives its tokens alone)."""
+        return True
+
     def run(self, audio: np.ndarray, rate: int) -> Output:
         raise NotImplementedError
 
@@ -61,16 +66,22 @@ class CodecSystem(System):
         self.codec = codec
         self.reference = reference  # the same model at the reference precision, or None
 
+    @property
+    def reconstructs(self) -> bool:
+        return self.codec.decode_refusal is None
+
     def run(self, audio: np.ndarray, rate: int) -> Output:
         codec = self.codec
         t0 = time.perf_counter()
         codes = codec.encode(audio, rate)
         t1 = time.perf_counter()
+        tokens = codes.tokens[0, :, : int(codes.lengths[0])].numpy()
+        bits = float(tokens.shape[1] * sum(np.log2(codec.codebook_sizes)))
+        if not self.reconstructs:  # encode only: its tokens and their statistics
+            return Output(None, codec.sample_rate, t1 - t0, 0.0, tokens, bits)
         y = codec.decode(codes)[0].mean(0)  # (a stereo codec: its channels' mean)
         t2 = time.perf_counter()
-        tokens = codes.tokens[0, :, : int(codes.lengths[0])].numpy()
-        return Output(y.numpy(), codec.sample_rate, t1 - t0, t2 - t1, tokens,
-                      bits=float(tokens.shape[1] * sum(np.log2(codec.codebook_sizes))))
+        return Output(y.numpy(), codec.sample_rate, t1 - t0, t2 - t1, tokens, bits)
 
     def precision(self, audio: np.ndarray, rate: int, out: Output) -> dict[str, float]:
         """Against the reference precision: the share of tokens equal to its tokens, and the SNR
@@ -81,6 +92,8 @@ class CodecSystem(System):
         ref_tokens = ref_codes.tokens[0, :, : int(ref_codes.lengths[0])].numpy()
         if ref_tokens.shape != out.tokens.shape:
             raise AudiotokError(f"token shapes differ: {out.tokens.shape} and {ref_tokens.shape}")
+        if out.audio is None:
+            return {"tokens_equal": float((ref_tokens == out.tokens).mean())}
         ref_audio = self.reference.decode(ref_codes)[0, 0].numpy()
         ours = self.codec.decode(ref_codes)[0, 0].numpy()
         return {"tokens_equal": float((ref_tokens == out.tokens).mean()),

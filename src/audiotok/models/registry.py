@@ -19,6 +19,7 @@ FOLDERS = (
     "qwen3_tts",
     "neucodec",
     "distill_neucodec",
+    "s3",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

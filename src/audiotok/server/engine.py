@@ -122,6 +122,8 @@ class Engine:
 
     def _open(self, cls, model: str, clamp: bool) -> Stream:
         served = self._served(model)
+        if cls.kind == "decode" and served.codec.decode_refusal is not None:
+            raise EngineError(f"model {model!r}: {served.codec.decode_refusal}")
         if cls.kind not in served.runners:
             raise EngineError(f"model {model!r} ({served.codec.title}) cannot {cls.kind} a "
                               "stream; send the whole input")

@@ -1,0 +1,62 @@
+"""The S3 tokenizer's front end: Whisper's 128-bin log-mel spectrogram of 16 kHz audio."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+import torch
+
+from ...errors import AudioError
+from .config import HOP, SAMPLE_RATE
+
+N_FFT = 400
+
+
+_F_SP = 200.0 / 3  # Slaney's mel scale: linear to 1 kHz, logarithmic above (librosa's arithmetic)
+_MIN_LOG_MEL = 1000.0 / _F_SP
+_LOG_STEP = np.log(6.4) / 27.0
+
+
+def _hz_to_mel(f: float) -> float:
+    return _MIN_LOG_MEL + np.log(f / 1000.0) / _LOG_STEP if f >= 1000.0 else f / _F_SP
+
+
+def _mel_to_hz(m: np.ndarray) -> np.ndarray:
+    hz = _F_SP * m
+    log = m >= _MIN_LOG_MEL
+    hz[log] = 1000.0 * np.exp(_LOG_STEP * (m[log] - _MIN_LOG_MEL))
+    return hz
+
+
+@lru_cache(maxsize=4)
+def mel_filters(n_mels: int = 128) -> torch.Tensor:
+    """[n_mels, 201] Slaney-normalised triangles from 0 to 8 kHz, float32: bit for bit
+    librosa.filters.mel(sr=16000, n_fft=400, n_mels=n_mels), which Whisper and s3tokenizer ship
+    as mel_filters.npz (triangles in float64 stored to float32, then scaled in place)."""
+    freqs = np.fft.rfftfreq(N_FFT, 1.0 / SAMPLE_RATE)
+    edges = _mel_to_hz(np.linspace(_hz_to_mel(0.0), _hz_to_mel(SAMPLE_RATE / 2), n_mels + 2))
+    gaps = np.diff(edges)
+    ramps = np.subtract.outer(edges, freqs)
+    weights = np.zeros((n_mels, freqs.size), dtype=np.float32)
+    for i in range(n_mels):
+        weights[i] = np.maximum(0, np.minimum(-ramps[i] / gaps[i], ramps[i + 2] / gaps[i + 1]))
+    weights *= (2.0 / (edges[2:] - edges[:n_mels]))[:, None]
+    return torch.from_numpy(weights)
+
+
+def log_mel(audio: torch.Tensor, n_mels: int = 128) -> torch.Tensor:
+    """[n_mels, N // 160] log-mel of one utterance (N samples at 16 kHz, float32): a centred
+    400-point STFT every 160 samples (reflect padding; the last frame dropped), power through
+    mel_filters, log10 floored at 1e-10 and at 8 below the utterance's maximum, then
+    (x + 4) / 4. The maximum is the whole utterance's: compute each item on its own."""
+    if audio.numel() <= N_FFT // 2:
+        raise AudioError(f"{audio.numel()} samples is too short for the S3 tokenizer's front end "
+                         f"(it needs more than {N_FFT // 2} samples at {SAMPLE_RATE} Hz)")
+    window = torch.hann_window(N_FFT, device=audio.device)
+    stft = torch.stft(audio.float(), N_FFT, HOP, window=window, return_complex=True)
+    power = stft[..., :-1].abs() ** 2
+    mel = mel_filters(n_mels).to(audio.device) @ power
+    log = torch.clamp(mel, min=1e-10).log10()
+    log = torch.maximum(log, log.max() - 8.0)
+    return (log + 4.0) / 4.0
