@@ -38,8 +38,8 @@ from references import ISOLATED, REFERENCES, VARIANTS, all_equal, clip, load, ou
 from audiotok.bench import reset_peak_rss
 
 
-def implementations(side, dtypes: list[str]) -> dict:
-    """name -> Impl: audiotok in each dtype, then the side's references."""
+def implementations(side, dtypes: list[str]) -> tuple[dict, int]:
+    """(name -> Impl: audiotok in each dtype, then the side's references; the input rate)."""
     impls = {}
     for dtype in dtypes:
         codec = load(side, getattr(torch, dtype))
@@ -47,15 +47,13 @@ def implementations(side, dtypes: list[str]) -> dict:
         impls[name] = (side.ours or ours_impl)(codec)
     for name, build in side.references.items():
         impls[name] = build(codec)
-    return impls
+    return impls, codec.input_rate
 
 
 def side_by_side(codec: str, args) -> list[dict]:
     """The interleaved rounds of one codec: rows for the JSON file."""
     side = REFERENCES[codec](args, args.variant)
-    ours = load(side)
-    rate = ours.input_rate
-    impls = implementations(side, args.dtypes)
+    impls, rate = implementations(side, args.dtypes)
     rows: list[dict] = []
     for seconds in args.seconds:
         x = side.prepare(clip(seconds, rate, side.align))
@@ -90,24 +88,23 @@ def floors(pairs: dict, seconds: float) -> None:
 # --isolated: each implementation in its own process
 
 def isolated_impl(codec: str, name: str, args):
-    """(Impl, load seconds, load peak MB) of one implementation, alone in this process."""
+    """(side, Impl, input rate, load seconds, load peak MB) of one implementation, alone in
+    this process."""
     side = REFERENCES[codec](args, args.variant)
     reset_peak_rss()
     t = time.perf_counter()
-    if name.startswith("audiotok"):
-        dtype = name.partition(" ")[2] or "float32"
-        impl = (side.ours or ours_impl)(load(side, getattr(torch, dtype)))
-    else:
-        ours = load(side)
-        impl = side.references[name](ours)
-        del ours
-    return side, impl, time.perf_counter() - t, peak_rss_mb()
+    ours_side = name.startswith("audiotok")
+    dtype = (name.partition(" ")[2] or "float32") if ours_side else "float32"
+    ours = load(side, getattr(torch, dtype))
+    rate = ours.input_rate
+    impl = (side.ours or ours_impl)(ours) if ours_side else side.references[name](ours)
+    del ours
+    return side, impl, rate, time.perf_counter() - t, peak_rss_mb()
 
 
 def child(codec: str, name: str, args, out: Path) -> None:
     torch.set_num_threads(args.threads)
-    side, impl, load_s, load_mb = isolated_impl(codec, name, args)
-    rate = load(side).input_rate
+    side, impl, rate, load_s, load_mb = isolated_impl(codec, name, args)
     result = {"load_s": load_s, "load_peak_mb": load_mb, "runs": {}}
     with torch.inference_mode():
         for secs in args.seconds:
@@ -136,8 +133,8 @@ def peak_child(codec: str, name: str, task: str, secs: float, args) -> None:
     """One task in a fresh process: its peak RSS (model included), unaffected by earlier tasks
     whose freed memory the allocator still holds. Prints JSON."""
     torch.set_num_threads(args.threads)
-    side, impl, _, _ = isolated_impl(codec, name, args)
-    x = side.prepare(clip(secs, load(side).input_rate, side.align))
+    side, impl, rate, _, _ = isolated_impl(codec, name, args)
+    x = side.prepare(clip(secs, rate, side.align))
     with torch.inference_mode():
         tokens = impl.encode(x) if task == "decode" else None
         reset_peak_rss()

@@ -8,12 +8,12 @@ import torch
 
 from ...audio import AudioItem
 from ...checkpoint import build_model
-from ...codec import Codec
+from ...codec import Codec, by_length
 from ...errors import AudiotokError
 from ...streaming.spec import StreamSpec
 from . import FAMILY
 from .config import HOP, SAMPLE_RATE, S3Config
-from .mel import log_mel
+from .mel import N_FFT, log_mel
 from .model import S3Model
 from .weights import checkpoint_file, load_checkpoint
 from .windows import MERGES, merged, token_count, windows
@@ -67,9 +67,9 @@ class S3Codec(Codec):
         return token_count(num_samples // HOP, self.config, self.merge)
 
     def check_whole_frame(self, num_samples: int, hint: str = "") -> None:
-        if num_samples <= 200:
+        if num_samples <= N_FFT // 2:  # (the STFT's reflect padding needs more)
             raise AudiotokError(f"{num_samples} samples is too short for the S3 tokenizer: it "
-                                f"needs more than 200 samples at {SAMPLE_RATE} Hz")
+                                f"needs more than {N_FFT // 2} samples at {SAMPLE_RATE} Hz")
 
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
         """Tokens [1, T_i] per item: each item's log-mel, its windows, the windows of one
@@ -89,11 +89,8 @@ class S3Codec(Codec):
         """Codes [T_j] of each log-mel window [128, F_j] (F_j <= 3000); windows of one length
         run as one batch."""
         out: list[torch.Tensor | None] = [None] * len(mels)
-        groups: dict[int, list[int]] = {}
-        for j, m in enumerate(mels):
-            groups.setdefault(m.shape[-1], []).append(j)
         with torch.inference_mode():
-            for frames, group in groups.items():
+            for frames, group in by_length([m.shape[-1] for m in mels]):
                 batch = torch.stack([mels[j] for j in group]).to(self.dtype)
                 lengths = torch.full((len(group),), frames, device=batch.device)
                 codes, n = self.model(batch, lengths)

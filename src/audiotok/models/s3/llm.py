@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...export.llm import TokenIdError, check_tokens, ints, outside, parse_text
+from ...export.llm import TokenIdError, check_tokens, ints, outside, text_numbers
 
 
 class _S3Ids:
@@ -79,9 +79,7 @@ class _S3Ids:
         return "".join(f"<|{self.name}_{int(i)}|>" for i in self.sequence(tokens))
 
     def from_text(self, text: str) -> np.ndarray:
-        ids = [int(self.pattern.fullmatch(t).group(1))
-               for t in parse_text(text, self.pattern, f"a <|{self.name}_i|> token")]
-        return self.from_ids(np.asarray(ids, dtype=np.int64))
+        return self.from_ids(text_numbers(text, self.pattern, f"a <|{self.name}_i|> token"))
 
 
 class CosyVoiceIds(_S3Ids):
