@@ -367,3 +367,79 @@ def test_short_conv1d_runs_up_to_its_rows_as_one_product(monkeypatch, use, form)
         torch.testing.assert_close(K.short_conv1d(x, w, b), ref, rtol=1e-5, atol=1e-5)
     with pytest.raises(AssertionError, match="another form called"):
         K.short_conv1d(torch.randn(1, 16, 259), w, b)
+
+
+def _within_steps(got, ref, steps=1.0):
+    """got within `steps` rounding steps of its dtype (at ref's largest value) of ref."""
+    scale = ref.float().abs().max() * torch.finfo(got.dtype).eps
+    assert (got.float() - ref.float()).abs().max() <= steps * scale
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_reduced_convolutions_without_kernels_run_in_float32(monkeypatch, dtype):
+    """Where oneDNN has no kernels for the dtype (forced here on any CPU) the convolution forms
+    compute in float32 on exact copies and round: within one rounding step of the float32
+    result of the same operands (torch's reference kernel sums in float32 too); where it has
+    them, torch's own kernel runs (the same result bit for bit)."""
+    from audiotok.nn.kernels import convs
+
+    g = torch.Generator().manual_seed(5)
+    x = (0.3 * torch.randn(2, 16, 301, generator=g)).to(dtype)
+    w = (0.2 * torch.randn(24, 16, 7, generator=g)).to(dtype)
+    wt = (0.2 * torch.randn(16, 8, 8, generator=g)).to(dtype)
+    b = (0.1 * torch.randn(24, generator=g)).to(dtype)
+    f = [t.float() for t in (x, w, wt, b)]
+    forms = {
+        "conv1d": (lambda: K.conv1d(x, w, b, 3, 2), lambda: F.conv1d(f[0], f[1], f[3], 3, 0, 2),
+                   lambda: F.conv1d(x, w, b, 3, 0, 2)),
+        "padded": (lambda: K.conv1d_padded(x, w, b, 1, 3), lambda: F.conv1d(f[0], f[1], f[3], 1, 3),
+                   lambda: F.conv1d(x, w, b, 1, 3)),
+        "reflect": (lambda: K.conv1d_padded(x, w, None, 2, (3, 2), mode="reflect"),
+                    lambda: F.conv1d(F.pad(f[0], (3, 2), mode="reflect"), f[1], None, 2),
+                    lambda: F.conv1d(F.pad(x, (3, 2), mode="reflect"), w, None, 2)),
+        "transposed": (lambda: K.conv_transpose1d_padded(x, wt, None, 4, 2),
+                       lambda: F.conv_transpose1d(f[0], f[2], None, 4, 2),
+                       lambda: F.conv_transpose1d(x, wt, None, 4, 2)),
+    }
+    copies = []  # the float32 copies of weights the route makes
+    monkeypatch.setattr(convs, "float32", lambda t: copies.append(t) or (
+        None if t is None else t.float()))
+    monkeypatch.setattr(convs, "reduced_conv_kernels", lambda _: False)
+    for name, (form, float32, _) in forms.items():
+        del copies[:]
+        y = form()
+        assert copies and y.dtype == dtype and y.shape == float32().shape, name
+        _within_steps(y, float32(), 0.5 + 1e-3)
+    monkeypatch.setattr(convs, "reduced_conv_kernels", lambda _: True)
+    del copies[:]
+    for name, (form, _, plain) in forms.items():
+        assert torch.equal(form(), plain()), name
+    assert not copies
+
+
+def test_reduced_precision_swaps_torch_convolutions_where_kernels_lack(monkeypatch):
+    """set_precision on a CPU without reduced kernels (forced): torch's zero-padded Conv1d and
+    ConvTranspose1d modules become audiotok's (the same parameters and names), others stay;
+    with the kernels, nothing changes."""
+    from torch import nn
+
+    from audiotok.nn import conv, precision
+
+    def model():
+        torch.manual_seed(0)
+        return nn.Sequential(nn.Conv1d(4, 8, 5, padding=2), nn.Conv1d(8, 8, 3, padding="same"),
+                             nn.Conv1d(8, 8, 3, padding=1, padding_mode="reflect"),
+                             nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1))
+
+    x = torch.randn(1, 4, 50)
+    ref = model()(x)
+    monkeypatch.setattr(precision, "reduced_conv_kernels", lambda _: False)
+    m = precision.set_precision(model(), torch.bfloat16, [])
+    assert [type(layer) for layer in m] == [conv.Conv1d, nn.Conv1d, nn.Conv1d,
+                                            conv.ConvTranspose1d]
+    assert list(m.state_dict()) == list(model().state_dict())
+    y = m(x.bfloat16())
+    assert y.dtype == torch.bfloat16 and (y.float() - ref).abs().max() < 0.05 * ref.abs().max()
+    monkeypatch.setattr(precision, "reduced_conv_kernels", lambda _: True)
+    assert all(type(layer) in (nn.Conv1d, nn.ConvTranspose1d)
+               for layer in precision.set_precision(model(), torch.bfloat16, []))

@@ -9,6 +9,8 @@ import torch
 from torch import nn
 
 from ..errors import AudiotokError
+from .conv import Conv1d, ConvTranspose1d
+from .kernels.cpu import reduced_conv_kernels
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -36,10 +38,18 @@ def run_in(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def set_precision(model: nn.Module, dtype: torch.dtype, islands: list[nn.Module]) -> nn.Module:
-    """Cast `model` to `dtype`, then its `islands` back to float32."""
+    """Cast `model` to `dtype`, then its `islands` back to float32. In reduced precision on a
+    CPU whose oneDNN has no convolution kernels for it, torch's own Conv1d and ConvTranspose1d
+    modules become audiotok's (nn/conv.py: the same parameters), whose kernels run such
+    convolutions in float32 and round (nn/kernels/convs.py, in_float32)."""
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating type, got {dtype}")
     model.to(dtype=dtype)
     for island in islands:
         island.float()
+    if dtype != torch.float32 and not reduced_conv_kernels(dtype):
+        for m in model.modules():
+            plain = type(m) in (nn.Conv1d, nn.ConvTranspose1d)
+            if plain and m.padding_mode == "zeros" and not isinstance(m.padding, str):
+                m.__class__ = Conv1d if type(m) is nn.Conv1d else ConvTranspose1d
     return model

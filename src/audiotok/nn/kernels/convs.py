@@ -12,6 +12,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..tracing import exporting
+from .cpu import reduced_conv_kernels
 from .derivations import derived
 from .products import linear, onednn_rule
 from .ruleset import rules
@@ -77,6 +78,9 @@ def conv1d(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     on the CPU; a strided bfloat16 one as a stride-1 convolution over the input's polyphase
     components (oneDNN 3.12's bfloat16 kernel for some strided shapes, e.g. 16 -> 32 channels,
     kernel 8, stride 4, returns wrong values on CPUs with AMX: 110 % error)."""
+    if in_float32(x, weight):
+        return conv1d(x.float(), float32(weight), float32(bias), stride, dilation,
+                      groups).to(x.dtype)
     if channels_last_fits(x, weight):
         return conv2d_nwc(x, weight, bias, stride, 0, dilation, groups)
     k = weight.shape[-1]
@@ -98,6 +102,20 @@ def channels_last_fits(x: torch.Tensor, weight: torch.Tensor) -> bool:
     chain of convolutions and pointwise layers stays in that layout without copies."""
     return x.device.type == "cpu" and x.dtype == torch.float32 and \
         weight.dtype == torch.float32 and not exporting()
+
+
+def in_float32(x: torch.Tensor, weight: torch.Tensor) -> bool:
+    """Whether a bfloat16 or float16 convolution runs in float32 on exact copies of its
+    operands, rounded back: on a CPU whose oneDNN has no kernels for the dtype
+    (cpu.reduced_conv_kernels), where torch's reference kernel is many times slower. The same
+    products, summed in float32 as the reduced kernels sum them; only the order differs."""
+    return x.device.type == "cpu" and x.dtype in (torch.bfloat16, torch.float16) and \
+        weight.dtype == x.dtype and not exporting() and not reduced_conv_kernels(x.dtype)
+
+
+def float32(t: torch.Tensor | None) -> torch.Tensor | None:
+    """A float32 copy of a weight or bias, made once (derivations.py)."""
+    return None if t is None else derived(t, "float32", lambda w: w.float())
 
 
 def is_channels_last(x: torch.Tensor) -> bool:
@@ -152,6 +170,9 @@ def conv1d_padded(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | No
     convolution runs as an undilated one over the dilation's interleaved phases (oneDNN's
     channels-last kernel for dilated depthwise convolutions is slow; the same sums in the same
     order)."""
+    if in_float32(x, weight):
+        return conv1d_padded(x.float(), float32(weight), float32(bias), stride, padding,
+                             dilation, groups, mode).to(x.dtype)
     symmetric = isinstance(padding, int)
     left, right = (padding, padding) if symmetric else padding
     if not channels_last_fits(x, weight) or mode != "constant" or right > left:
@@ -193,6 +214,9 @@ def conv_transpose1d_padded(x: torch.Tensor, weight: torch.Tensor, bias: torch.T
                             stride: int, padding: int = 0, output_padding: int = 0,
                             groups: int = 1) -> torch.Tensor:
     """F.conv_transpose1d, on channels-last data where that is fast (channels_last_fits)."""
+    if in_float32(x, weight):
+        return conv_transpose1d_padded(x.float(), float32(weight), float32(bias), stride,
+                                       padding, output_padding, groups).to(x.dtype)
     if not channels_last_fits(x, weight):
         return F.conv_transpose1d(x, weight, bias, stride, padding, output_padding, groups)
     return F.conv_transpose2d(channels_last(x), channels_last(weight), bias, stride=(1, stride),

@@ -53,3 +53,17 @@ def this_cpu() -> Cpu:
     family = f"{fields['cpu family']}/{fields['model']}" if "cpu family" in fields else ""
     return Cpu(fields.get("vendor_id", ""), fields.get("model name", platform.processor()),
                family, frozenset(fields.get("flags", "").split()))
+
+
+@functools.cache
+def reduced_conv_kernels(dtype) -> bool:
+    """Whether torch's oneDNN has convolution kernels for `dtype` on this CPU (as torch decides:
+    bfloat16 needs AVX-512 or AVX-NE-CONVERT). Without them torch runs its reference convolution
+    for that dtype, many times float32's time (benchmarks/kernels/reduced_convs.py)."""
+    import torch
+
+    if dtype == torch.bfloat16:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    if dtype == torch.float16:
+        return bool(torch.ops.mkldnn._is_mkldnn_fp16_supported())
+    return True
