@@ -106,7 +106,10 @@ def main() -> None:
                               args.workers))
         print(f"bare {bare[-1]:.2f} s, pipeline {piped[-1]:.2f} s", flush=True)
     b, t = statistics.median(bare), statistics.median(piped)
-    result = {"model": args.model, "codec": codec.name, "audio_hours": round(hours, 4),
+    from audiotok.nn.kernels.cpu import this_cpu
+
+    result = {"model": args.model, "codec": codec.name, "cpu": this_cpu().describe(),
+              "audio_hours": round(hours, 4),
               "threads": args.threads, "workers": args.workers,
               "batch_seconds": args.batch_seconds, "bare_s": bare, "pipeline_s": piped,
               "bare_hours_per_hour": round(hours * 3600 / b, 1),

@@ -443,3 +443,19 @@ def test_reduced_precision_swaps_torch_convolutions_where_kernels_lack(monkeypat
     monkeypatch.setattr(precision, "reduced_conv_kernels", lambda _: True)
     assert all(type(layer) in (nn.Conv1d, nn.ConvTranspose1d)
                for layer in precision.set_precision(model(), torch.bfloat16, []))
+
+
+def test_full_attention_puts_no_bound_on_a_traced_length():
+    """Under export the kernel choice never compares the traced length with the long-input
+    threshold (torch.export would bound the length below it and capture the graph twice)."""
+
+    class Attend(torch.nn.Module):
+        def forward(self, q):
+            return K.full_attention(q, q, q)
+
+    q = torch.randn(1, 2, 40, 8)
+    with graph_export():
+        program = torch.export.export(
+            Attend(), (q,), dynamic_shapes=({2: torch.export.Dim("t", min=2, max=1 << 20)},),
+            strict=False)
+    assert program.module()(torch.randn(1, 2, 700, 8)).shape == (1, 2, 700, 8)

@@ -20,7 +20,8 @@ def full_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     """softmax(q k^T / sqrt(D)) v over the keys `key_mask` keeps (bool [B, T], True: attend;
     None: all) for q, k, v [B, H, T, D]; [B, H, T, D] out (a view of a [B, T, H, D] tensor
     when chunked, so that merging the heads costs no copy)."""
-    if not (k.shape[-2] >= rules().long_keys and _onednn_float32(q, k, v)):
+    # (the length is compared last: in a traced graph the comparison would bound it)
+    if not (_onednn_float32(q, k, v) and k.shape[-2] >= rules().long_keys):
         mask = None if key_mask is None else key_mask[:, None, None, :]
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     chunk = rules().query_chunk
