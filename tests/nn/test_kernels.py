@@ -419,8 +419,8 @@ def test_reduced_convolutions_without_kernels_run_in_float32(monkeypatch, dtype)
 
 def test_reduced_precision_swaps_torch_convolutions_where_kernels_lack(monkeypatch):
     """set_precision on a CPU without reduced kernels (forced): torch's zero-padded Conv1d and
-    ConvTranspose1d modules become audiotok's (the same parameters and names), others stay;
-    with the kernels, nothing changes."""
+    undilated ConvTranspose1d modules become audiotok's (the same parameters and names), others
+    stay, and float32 islands too; with the kernels, nothing changes."""
     from torch import nn
 
     from audiotok.nn import conv, precision
@@ -429,14 +429,18 @@ def test_reduced_precision_swaps_torch_convolutions_where_kernels_lack(monkeypat
         torch.manual_seed(0)
         return nn.Sequential(nn.Conv1d(4, 8, 5, padding=2), nn.Conv1d(8, 8, 3, padding="same"),
                              nn.Conv1d(8, 8, 3, padding=1, padding_mode="reflect"),
+                             nn.ConvTranspose1d(8, 8, 3, padding=1, dilation=2),
                              nn.ConvTranspose1d(8, 4, 4, stride=2, padding=1))
 
     x = torch.randn(1, 4, 50)
     ref = model()(x)
     monkeypatch.setattr(precision, "reduced_conv_kernels", lambda _: False)
+    island = model()
+    precision.set_precision(island, torch.bfloat16, [island[0]])
+    assert type(island[0]) is nn.Conv1d and island[0].weight.dtype == torch.float32
     m = precision.set_precision(model(), torch.bfloat16, [])
     assert [type(layer) for layer in m] == [conv.Conv1d, nn.Conv1d, nn.Conv1d,
-                                            conv.ConvTranspose1d]
+                                            nn.ConvTranspose1d, conv.ConvTranspose1d]
     assert list(m.state_dict()) == list(model().state_dict())
     y = m(x.bfloat16())
     assert y.dtype == torch.bfloat16 and (y.float() - ref).abs().max() < 0.05 * ref.abs().max()

@@ -39,9 +39,10 @@ def run_in(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 def set_precision(model: nn.Module, dtype: torch.dtype, islands: list[nn.Module]) -> nn.Module:
     """Cast `model` to `dtype`, then its `islands` back to float32. In reduced precision on a
-    CPU whose oneDNN has no convolution kernels for it, torch's own Conv1d and ConvTranspose1d
-    modules become audiotok's (nn/conv.py: the same parameters), whose kernels run such
-    convolutions in float32 and round (nn/kernels/convs.py, in_float32)."""
+    CPU whose oneDNN has no convolution kernels for it, torch's own zero-padded Conv1d and
+    (undilated) ConvTranspose1d modules in that dtype become audiotok's (nn/conv.py: the same
+    parameters), whose kernels run such convolutions in float32 and round
+    (nn/kernels/convs.py, in_float32)."""
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating type, got {dtype}")
     model.to(dtype=dtype)
@@ -49,7 +50,14 @@ def set_precision(model: nn.Module, dtype: torch.dtype, islands: list[nn.Module]
         island.float()
     if dtype != torch.float32 and not reduced_conv_kernels(dtype):
         for m in model.modules():
-            plain = type(m) in (nn.Conv1d, nn.ConvTranspose1d)
-            if plain and m.padding_mode == "zeros" and not isinstance(m.padding, str):
-                m.__class__ = Conv1d if type(m) is nn.Conv1d else ConvTranspose1d
+            if type(m) is nn.Conv1d and _plain(m, dtype):
+                m.__class__ = Conv1d
+            elif type(m) is nn.ConvTranspose1d and _plain(m, dtype) and m.dilation == (1,):
+                m.__class__ = ConvTranspose1d
     return model
+
+
+def _plain(conv: nn.Module, dtype: torch.dtype) -> bool:
+    """A convolution in `dtype` with zero padding of a fixed size (what nn/conv's take)."""
+    return conv.weight.dtype == dtype and conv.padding_mode == "zeros" and \
+        not isinstance(conv.padding, str)
