@@ -94,6 +94,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     import audiotok
+    from audiotok.nn.kernels.cpu import this_cpu
 
     codec = audiotok.load(model_path(args.model, args.workdir))
     corpus = args.workdir / f"corpus-{args.minutes:g}min"
@@ -106,8 +107,6 @@ def main() -> None:
                               args.workers))
         print(f"bare {bare[-1]:.2f} s, pipeline {piped[-1]:.2f} s", flush=True)
     b, t = statistics.median(bare), statistics.median(piped)
-    from audiotok.nn.kernels.cpu import this_cpu
-
     result = {"model": args.model, "codec": codec.name, "cpu": this_cpu().describe(),
               "audio_hours": round(hours, 4),
               "threads": args.threads, "workers": args.workers,

@@ -109,8 +109,9 @@ def in_float32(x: torch.Tensor, weight: torch.Tensor) -> bool:
     operands, rounded back: on a CPU whose oneDNN has no kernels for the dtype
     (cpu.reduced_conv_kernels), where torch's reference kernel is many times slower. The same
     products, summed in float32 as the reduced kernels sum them; only the order differs."""
-    return x.device.type == "cpu" and x.dtype in (torch.bfloat16, torch.float16) and \
-        weight.dtype == x.dtype and not exporting() and not reduced_conv_kernels(x.dtype)
+    # (the dtype first: a float32 call, the common one, answers after one comparison)
+    return x.dtype in (torch.bfloat16, torch.float16) and weight.dtype == x.dtype and \
+        x.device.type == "cpu" and not exporting() and not reduced_conv_kernels(x.dtype)
 
 
 def float32(t: torch.Tensor | None) -> torch.Tensor | None:
