@@ -23,12 +23,15 @@ FULL_LENGTHS = (1921, 24001)
 
 def run_reference(factory, size: str, inputs: dict) -> dict:
     """{"model": the saved hub-layout folder, **the reference's results}; run once per session
-    (in the folder the pytest-xdist workers share, under a lock)."""
+    (in this run's folder, which the pytest-xdist workers share, under a lock)."""
     if not (REFERENCE / "qwen_tts").is_dir():
         pytest.skip(f"the qwen-tts reference is not installed in {REFERENCE} (see .ci/run)")
     from filelock import FileLock
 
-    tmp = factory.getbasetemp().parent / f"qwen3_tts_{size}"
+    run = factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # each worker's folder sits in the run's folder
+        run = run.parent
+    tmp = run / f"qwen3_tts_{size}"
     with FileLock(f"{tmp}.lock"):
         if not (tmp / "results.npz").is_file():
             tmp.mkdir(exist_ok=True)
