@@ -11,6 +11,7 @@ the full-size configurations (random weights), float32, side by side in one proc
     python benchmarks/codecs/onnx_speed.py --codec encodec-48khz --threads 2 --seconds 10
     python benchmarks/codecs/onnx_speed.py --codec neucodec --threads 2 --seconds 10
     python benchmarks/codecs/onnx_speed.py --codec distill-neucodec --threads 2 --seconds 10
+    python benchmarks/codecs/onnx_speed.py --codec s3 --threads 2 --seconds 10   (encode only)
 
 Exports the graphs once (audiotok export --format onnx) into --workdir, then times, interleaved
 repeat by repeat: encode of `--seconds` of speech, decode of its tokens, and (causal codecs) a
@@ -41,7 +42,7 @@ def main() -> None:
     p.add_argument("--push", type=int, default=4, help="frames per streaming push")
     p.add_argument("--codec", choices=["s2", "xcodec2", "mimi", "snac", "dac", "encodec",
                                        "encodec-32khz", "encodec-48khz", "neucodec",
-                                       "distill-neucodec"], default="s2")
+                                       "distill-neucodec", "s3"], default="s2")
     p.add_argument("--model", type=Path, help="checkpoint (default: random full-size weights)")
     args = p.parse_args()
     if args.model:
@@ -88,6 +89,13 @@ def main() -> None:
             model = reference.package_model(reference.FULL) if args.codec == "neucodec" else \
                 reference.distill_package_model(reference.DISTILL_FULL)
             reference.save_package(model, weights.parent)
+    elif args.codec == "s3":  # s3tokenizer's v2 with random weights (tests/models/s3)
+        weights = args.workdir / "s3_v2_25hz_full" / "model.pt"
+        if not weights.exists():
+            sys.path.insert(0, str(ROOT))
+            from tests.models.s3 import reference
+
+            reference.save_pt(reference.reference_model("v2_25hz", small=False), weights)
     else:
         weights = random_weights("xcodec2", args.workdir)
     folder = args.workdir / f"{(weights.parent if weights.is_file() else weights).name}-onnx"
@@ -99,8 +107,9 @@ def main() -> None:
         print(f"export: {time.perf_counter() - t:.0f} s", file=sys.stderr)
     torch.set_num_threads(args.threads)
     import audiotok
+    from audiotok.nn.kernels.cpu import this_cpu
 
-    ours = audiotok.load(weights)
+    ours = audiotok.load(weights, **({"variant": "v2_25hz"} if args.codec == "s3" else {}))
     onnx = audiotok.load(folder, threads=args.threads)
     x = speech(args.seconds, ours.input_rate)  # (NeuCodec: 16 kHz in, 24 kHz out)
     codes = ours.encode(x)
@@ -113,8 +122,9 @@ def main() -> None:
             return [dec.push(tokens[:, :, i: i + args.push])
                     for i in range(0, tokens.shape[-1], args.push)]
 
-    runs = {"encode": (lambda: ours.encode(x).tokens, lambda: onnx.encode(x).tokens),
-            "decode": (lambda: ours.decode(codes), lambda: onnx.decode(codes))}
+    runs = {"encode": (lambda: ours.encode(x).tokens, lambda: onnx.encode(x).tokens)}
+    if ours.decode_refusal is None:  # (S3 encodes only)
+        runs["decode"] = (lambda: ours.decode(codes), lambda: onnx.decode(codes))
     if ours.streaming.decode == "layers":
         runs[f"stream decode ({args.push}-frame pushes)"] = (lambda: stream(ours),
                                                              lambda: stream(onnx))
@@ -129,16 +139,18 @@ def main() -> None:
                 fn()
                 times[k][i].append(time.perf_counter() - t)
     enc = results["encode"]
-    dec = results["decode"]
-    parity = {"tokens_equal": float((enc[0].numpy() == enc[1]).mean()),
-              "decode_max_abs": float(np.abs(dec[0].numpy() - dec[1]).max())}
+    parity = {"tokens_equal": float((enc[0].numpy() == enc[1]).mean())}
+    if "decode" in results:
+        dec = results["decode"]
+        parity["decode_max_abs"] = float(np.abs(dec[0].numpy() - dec[1]).max())
     if ours.streaming.decode == "layers":
         streamed = np.concatenate([np.asarray(a) for a in results[list(runs)[2]][1]], -1)
         parity["stream_vs_offline_max_abs"] = float(
             np.abs(dec[0].numpy()[..., :streamed.shape[-1]] - streamed).max())
     rows = []
+    cpu = this_cpu().describe()
     print(f"{ours.title} full size (random weights), float32, {args.seconds:g} s of speech, "
-          f"{args.threads} threads, median of {args.repeats}")
+          f"{args.threads} threads, median of {args.repeats}; {cpu}")
     print("| | PyTorch (s) | ONNX Runtime (s) | ONNX / PyTorch | ONNX real-time factor |")
     print("|---|---|---|---|---|")
     for k, (a, b) in times.items():
@@ -146,12 +158,12 @@ def main() -> None:
         rows.append({"task": k, "pytorch_s": ta, "onnx_s": tb, "ratio": tb / ta,
                      "onnx_rtf": tb / args.seconds})
         print(f"| {k} | {ta:.2f} | {tb:.2f} | {tb / ta:.2f} | {tb / args.seconds:.3f} |")
-    print(f"parity: tokens equal {parity['tokens_equal']:.4f}, decode max abs "
-          f"{parity['decode_max_abs']:.2e}" + (
+    print(f"parity: tokens equal {parity['tokens_equal']:.4f}" + (
+        f", decode max abs {parity['decode_max_abs']:.2e}" if "decode" in results else "") + (
               f", ONNX stream vs PyTorch offline {parity['stream_vs_offline_max_abs']:.2e}"
               if ours.streaming.decode == "layers" else ""))
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, "parity": parity, "args": {
+        args.json.write_text(json.dumps({"cpu": cpu, "rows": rows, "parity": parity, "args": {
             "codec": args.codec, "seconds": args.seconds, "threads": args.threads,
             "push": args.push, "repeats": args.repeats}}, indent=1))
 

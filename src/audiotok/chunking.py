@@ -4,6 +4,7 @@ torch here)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from .errors import AudioError, CodesError
 
@@ -25,27 +26,35 @@ def window_start(emitted: int, left: int, align: int = 1) -> int:
     return first - first % align
 
 
-FRAME_RULES = ("ceil", "plus_one", "floor")  # and "ceil:N", "segments:L:S" (below)
+FRAME_RULES = ("ceil", "plus_one", "floor")  # and "ceil:N", "hop:H", "segments:L:S" (below)
 
 
 def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
     """Code frames of `num_samples` samples under a codec's padding rule: "ceil" (padded up to
     whole frames), "ceil:N" (padded up to a multiple of N frames, e.g. a whole attention
     window), "plus_one" (always 1..samples_per_frame zeros appended: N // hop + 1), "floor"
-    (a partial last frame is dropped) or "segments:L:S" (segments of L samples every S,
-    each "ceil": segment_frames)."""
+    (a partial last frame is dropped), "hop:H" (features every H samples, a partial hop
+    dropped, then a frame per samples_per_frame / H features, the last one partial) or
+    "segments:L:S" (segments of L samples every S, each "ceil": segment_frames)."""
     if rule == "ceil":
         return -(-num_samples // samples_per_frame)
     if rule.startswith("ceil:") and rule[5:].isdigit() and int(rule[5:]) > 0:
         block = int(rule[5:]) * samples_per_frame
         return -(-num_samples // block) * int(rule[5:])
+    if rule.startswith("hop:") and rule[4:].isdigit() and int(rule[4:]) > 0:
+        hop = int(rule[4:])
+        if samples_per_frame % hop:
+            raise ValueError(f"frame rule {rule}: {samples_per_frame} samples a frame is not a "
+                             f"multiple of {hop}")
+        return -(-(num_samples // hop) // (samples_per_frame // hop))
     if rule.startswith("segments:"):
         return sum(segment_frames(num_samples, *segment_rule(rule), samples_per_frame))
     if rule == "plus_one":
         return num_samples // samples_per_frame + 1
     if rule == "floor":
         return num_samples // samples_per_frame
-    raise ValueError(f"unknown frame rule {rule!r}; expected one of {FRAME_RULES} or ceil:N")
+    raise ValueError(f"unknown frame rule {rule!r}; expected one of {FRAME_RULES}, ceil:N, hop:H "
+                     "or segments:L:S")
 
 
 class FrameMath:
@@ -148,3 +157,60 @@ def frame_segments(frames: int, length: int, stride: int, hop: int) -> list[int]
 def segments_span(layout: list[int], stride: int, hop: int) -> int:
     """Samples the overlap-add of segments of `layout` frames spans."""
     return max(i * stride + n * hop for i, n in enumerate(layout))
+
+
+MERGES = ("trim", "lossless")
+
+
+@dataclass(frozen=True)
+class FeatureWindows:
+    """How an encoder that sees at most `window` feature frames runs a longer input: windows of
+    `window` frames starting every `stride` frames while the start is inside the input, each
+    giving a token per `per_token` frames (the last one partial), merged at each joint with
+    `trim` tokens cut from both sides.
+
+    merge "trim": every window keeps its tokens but `trim` at each inner joint; a last window
+    of `trim` tokens or fewer gives none, so an input may lose the end of its tokens. merge
+    "lossless": the same joints, every token of the input kept once
+    (ceil(frames / per_token) tokens)."""
+
+    window: int
+    stride: int
+    per_token: int
+    trim: int
+    merge: str = "trim"
+
+    def __post_init__(self):
+        if self.merge not in MERGES:
+            raise ValueError(f"merge must be one of {', '.join(MERGES)}, got {self.merge!r}")
+
+    def spans(self, frames: int) -> list[tuple[int, int]]:
+        """(start, end) feature frames of each window (the whole input if it fits one)."""
+        if frames <= self.window:
+            return [(0, frames)]
+        return [(s, min(s + self.window, frames)) for s in range(0, frames, self.stride)]
+
+    def pieces(self, frames: int) -> list[tuple[int, int]]:
+        """(first, end) token each window keeps, in the window's own token numbering."""
+        spans = self.spans(frames)
+        sizes = [-(-(e - s) // self.per_token) for s, e in spans]
+        if len(spans) == 1:
+            return [(0, sizes[0])]
+        h, last = self.trim, len(spans) - 1
+        if self.merge == "trim":
+            return [(0 if i == 0 else min(h, n), n if i == last else max(0, n - h))
+                    for i, n in enumerate(sizes)]
+        total = -(-frames // self.per_token)
+        offsets = [s // self.per_token for s, _ in spans]
+        starts = [0] + [o + h for o in offsets[1:]]
+        ends = [*starts[1:], total]
+        return [(lo - o, max(lo, min(hi, total)) - o)
+                for lo, hi, o in zip(starts, ends, offsets, strict=True)]
+
+    def tokens(self, frames: int) -> int:
+        """Tokens an input of `frames` feature frames gives."""
+        return sum(b - a for a, b in self.pieces(frames))
+
+    def to_dict(self) -> dict:
+        return {"window": self.window, "stride": self.stride, "per_token": self.per_token,
+                "trim": self.trim, "merge": self.merge}

@@ -4,7 +4,8 @@ model's facts, the graphs, and what a runtime needs to drive them; audiotok.runt
 The family's hook (`Family.onnx(codec, folder, facts, settings)`, in models/<family>/onnx.py)
 writes the graphs; this module holds what every family uses. A non-causal codec's export has
 `encoder.onnx` (after the graphs the manifest's `encode_graphs` lists first, if any) and
-`decoder.onnx` (codes [B, K, T] -> audio [B, 1, T * frame]); its manifest carries
+`decoder.onnx` (codes [B, K, T] -> audio [B, 1, T * frame]; an encode-only codec has none, and
+its manifest says why in `decode_refusal`); its manifest carries
 `window_frames` and `context_frames`, and the runtime windows long inputs as the torch codec
 does, and runs items of different lengths apart. A causal codec's hook calls `causal_graphs`:
 the step graphs `decoder_step.onnx` (codes [B, K, t] with the streaming state -> audio
@@ -135,6 +136,8 @@ def export_onnx(codec, out: str | os.PathLike, settings: OnnxSettings | None = N
              "codebook_sizes": list(codec.codebook_sizes), "causal": layers,
              "frame_rule": codec.frame_rule, "licence": codec.licence,
              "source": os.path.basename(str(codec.source))}
+    if codec.decode_refusal is not None:  # an encode-only codec: no decoder graph
+        facts["decode_refusal"] = codec.decode_refusal
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent if out.parent.exists()
                                 else None))
     try:

@@ -11,9 +11,16 @@ import numpy as np
 
 from .._version import __version__
 from ..audio import to_items
-from ..chunking import FrameMath, context_windows, frame_segments, segment_rule, segments_span
+from ..chunking import (
+    FeatureWindows,
+    FrameMath,
+    context_windows,
+    frame_segments,
+    segment_rule,
+    segments_span,
+)
 from ..codes import Codes, as_numpy
-from ..errors import AudiotokError, CheckpointError, CodesError
+from ..errors import AudioError, AudiotokError, CheckpointError, CodesError
 from ..models.family import licence_notice
 from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 from . import segments
@@ -76,6 +83,13 @@ class OnnxCodec(FrameMath):
         # the encoder graphs take an item's samples as they are (their convolutions or their
         # reflection complete a last partial frame); else whole frames, zero-padded here
         self.raw_samples = facts.get("encode_input", "frames") == "samples"
+        # the encoder sees at most a window of feature frames (every `hop:H` samples); longer
+        # inputs: the features of the whole input, then windows of them (chunking.FeatureWindows)
+        windows = facts.get("feature_windows")
+        self.feature_windows = None if windows is None else FeatureWindows(**windows)
+        self.min_samples = int(facts.get("min_samples", 0))  # fewer samples are refused
+        # an encode-only codec's export: what decode() raises (what turns its codes into audio)
+        self.decode_refusal = facts.get("decode_refusal")
         # "segments:L:S": each segment encoded alone, with its scale (runtime/segments.py)
         self.segments = segment_rule(self.frame_rule) \
             if self.frame_rule.startswith("segments:") else None
@@ -102,6 +116,18 @@ class OnnxCodec(FrameMath):
                 "codebook_sizes": list(self.codebook_sizes), "channels": self.channels,
                 "licence": self.licence, "folder": str(self.folder)}
 
+    def num_frames(self, num_samples: int) -> int:
+        if self.feature_windows is None:
+            return super().num_frames(num_samples)
+        return self.feature_windows.tokens(num_samples // int(self.frame_rule.split(":")[1]))
+
+    def check_whole_frame(self, num_samples: int, hint: str = "pad it to at least one frame"
+                          ) -> None:
+        if num_samples < self.min_samples:
+            raise AudioError(f"{num_samples} samples is too short for {self.title}: it needs "
+                             f"at least {self.min_samples} samples at {self.input_rate} Hz")
+        super().check_whole_frame(num_samples, hint)
+
     # -- encode --------------------------------------------------------------------------------
     def encode(self, x, sample_rate: int | None = None) -> Codes:
         """Tokens of one item or a batch: the inputs `Codec.encode` takes (paths, bytes, numpy
@@ -121,7 +147,9 @@ class OnnxCodec(FrameMath):
                 audio = np.stack([items[i].samples for i in group])[:, None].astype(np.float32)
             else:
                 audio = self._padded([items[i].samples for i in group], frames[group[0]])
-            if self._is_long(frames[group[0]]):
+            if self.feature_windows is not None:
+                out = self._encode_feature_windows(audio)
+            elif self._is_long(frames[group[0]]):
                 out = self._encode_windowed(audio)
             elif self.encode_graphs[-1] not in self.sessions:  # a causal export's: the step
                 out = self._encode_steps(audio)               # graph, as a stream
@@ -222,11 +250,29 @@ class OnnxCodec(FrameMath):
             pieces.append(codes[..., keep])
         return np.concatenate(pieces, -1)
 
+    def _encode_feature_windows(self, audio: np.ndarray) -> np.ndarray:
+        """Items of one length [B, 1, N] under `feature_windows`: the graphs before the encoder
+        on the whole input, each window of their frames through the encoder, the windows'
+        tokens merged."""
+        whole = self._run_graphs(self.encode_graphs[:-1], {"audio": audio})
+        features = {name: x for name, x in whole.items() if name in self.frame_axes}
+        name, x = next(iter(features.items()))
+        plan, frames = self.feature_windows, x.shape[self.frame_axes[name]]
+        pieces = []
+        for (a, b), (first, end) in zip(plan.spans(frames), plan.pieces(frames), strict=True):
+            window = {k: v[(slice(None),) * self.frame_axes[k] + (slice(a, b),)]
+                      for k, v in features.items()}
+            codes = self._run_graphs(self.encode_graphs[-1:], window)["codes"]
+            pieces.append(codes[..., first:end])
+        return np.concatenate(pieces, -1)
+
     # -- decode --------------------------------------------------------------------------------
     def decode(self, codes, *, clamp: bool = False) -> np.ndarray:
         """Audio float32 [B, 1, N] for Codes (numpy or torch arrays) or integer tokens
         [B, K, T] / [K, T]; each item trimmed to its length and zero beyond it, as
         Codec.decode."""
+        if self.decode_refusal is not None:
+            raise AudiotokError(self.decode_refusal)
         scales = getattr(codes, "scales", None)
         if scales is not None and self.segments is None:
             raise CodesError(f"these codes carry segment scales, which {self.title} does not "
@@ -310,6 +356,8 @@ class OnnxCodec(FrameMath):
     # -- streaming -----------------------------------------------------------------------------
     def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False):
         """Incremental decoder through the step graph, as Codec.stream_decoder."""
+        if self.decode_refusal is not None:
+            raise AudiotokError(self.decode_refusal)
         from .streams import OnnxStreamDecoder
 
         return OnnxStreamDecoder(self, batch_size, clamp)

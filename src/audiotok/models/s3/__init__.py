@@ -39,6 +39,7 @@ FAMILY = Family(
         Preset("s3-chatterbox", "ResembleAI/chatterbox", ("s3gen.safetensors",)),
     ),
     detect=_detect,
+    onnx=".onnx:onnx_graphs",
     llm_schemes={"cosyvoice": ".llm:CosyVoiceIds", "cosyvoice2": ".llm:CosyVoice2Ids",
                  "cosyvoice3": ".llm:CosyVoice3Ids", "chatterbox": ".llm:ChatterboxIds",
                  "step-audio2": ".llm:StepAudio2Ids"},

@@ -16,7 +16,7 @@ from .config import HOP, SAMPLE_RATE, S3Config
 from .mel import N_FFT, log_mel
 from .model import S3Model
 from .weights import checkpoint_file, load_checkpoint
-from .windows import MERGES, merged, token_count, windows
+from .windows import MERGES, feature_windows, merged
 
 
 class S3Codec(Codec):
@@ -30,6 +30,7 @@ class S3Codec(Codec):
     decode() raises: S3 tokens become audio through a token-to-audio model with a voice."""
 
     family = FAMILY
+    frame_rule = f"hop:{HOP}"  # inputs up to 30 s; num_frames counts the windows' merge too
     # no streams: the encoder attends to its whole window (up to 30 s); nothing decodes
     streaming = StreamSpec(decode=None)
     decode_refusal = ("S3 tokens do not decode with the tokenizer: they become audio through a "
@@ -43,6 +44,7 @@ class S3Codec(Codec):
             raise AudiotokError(f"merge must be one of {', '.join(MERGES)}, got {merge!r}")
         cfg: S3Config = model.config
         self.merge = merge
+        self.windows = feature_windows(cfg, merge)
         self.sample_rate = SAMPLE_RATE
         self.samples_per_frame = cfg.samples_per_token
         self.num_codebooks = 1
@@ -64,7 +66,7 @@ class S3Codec(Codec):
         return {**super().info(), "variant": self.config.variant, "merge": self.merge}
 
     def num_frames(self, num_samples: int) -> int:
-        return token_count(num_samples // HOP, self.config, self.merge)
+        return self.windows.tokens(num_samples // HOP)
 
     def check_whole_frame(self, num_samples: int, hint: str = "") -> None:
         if num_samples <= N_FFT // 2:  # (the STFT's reflect padding needs more)
@@ -77,12 +79,12 @@ class S3Codec(Codec):
         for it in items:
             self.check_whole_frame(it.samples.numel())
         mels = [log_mel(it.samples.reshape(-1).to(self.device)) for it in items]
-        jobs = [(i, s, e) for i, m in enumerate(mels) for s, e in windows(m.shape[-1])]
+        jobs = [(i, s, e) for i, m in enumerate(mels) for s, e in self.windows.spans(m.shape[-1])]
         codes = self.encode_windows([mels[i][:, s:e] for i, s, e in jobs])
         out = []
         for i, m in enumerate(mels):
             mine = [c for (j, _, _), c in zip(jobs, codes, strict=True) if j == i]
-            out.append(merged(mine, m.shape[-1], self.config, self.merge)[None].cpu())
+            out.append(merged(mine, m.shape[-1], self.windows)[None].cpu())
         return out
 
     def encode_windows(self, mels: list[torch.Tensor]) -> list[torch.Tensor]:

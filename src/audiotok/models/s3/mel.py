@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from ...errors import AudioError
 from .config import HOP, SAMPLE_RATE
@@ -59,4 +61,24 @@ def log_mel(audio: torch.Tensor, n_mels: int = 128) -> torch.Tensor:
     mel = mel_filters(n_mels).to(audio.device) @ power
     log = torch.clamp(mel, min=1e-10).log10()
     log = torch.maximum(log, log.max() - 8.0)
+    return (log + 4.0) / 4.0
+
+
+def log_mel_batch(audio: torch.Tensor, n_mels: int = 128) -> torch.Tensor:
+    """[B, n_mels, N // 160] log-mel of utterances of one length N (audio [B, 1, N]), each
+    normalised by its own maximum: log_mel's arithmetic, with the STFT as float64 real DFT
+    matrix products (no complex tensors; what the exported features graph computes) and
+    |X|^2 rounded as torch rounds it from a complex64 spectrum."""
+    x = F.pad(audio.float(), (N_FFT // 2, N_FFT // 2), mode="reflect")[:, 0]
+    window = torch.hann_window(N_FFT, device=audio.device)
+    frames = (x.unfold(-1, N_FFT, HOP)[:, :-1] * window).double()  # [B, F, 400]
+    k = torch.arange(N_FFT // 2 + 1, dtype=torch.float64, device=audio.device)[None, :]
+    n = torch.arange(N_FFT, dtype=torch.float64, device=audio.device)[:, None]
+    angle = 2 * math.pi * ((n * k) % N_FFT) / N_FFT  # [400, 201]
+    real, imag = (frames @ angle.cos()).float(), (frames @ angle.sin()).float()
+    magnitude = (real.double() ** 2 + imag.double() ** 2).sqrt().float()
+    power = (magnitude**2).transpose(1, 2)  # [B, 201, F]
+    mel = mel_filters(n_mels).to(audio.device) @ power
+    log = torch.clamp(mel, min=1e-10).log10()
+    log = torch.maximum(log, log.amax(dim=(1, 2), keepdim=True) - 8.0)
     return (log + 4.0) / 4.0

@@ -16,6 +16,7 @@ from ...nn.linear import Linear
 from .config import S3Config
 
 HEAD = 64  # channels a head (the rotary table's width)
+ROPE_POSITIONS = 2048  # the rotary table's rows (s3tokenizer's; a 30 s window has 750 tokens)
 
 
 def lengths_mask(lengths: torch.Tensor, width: int) -> torch.Tensor:
@@ -30,9 +31,11 @@ def conv_lengths(lengths: torch.Tensor, stride: int) -> torch.Tensor:
 
 def rope_table(positions: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(cos, sin) [positions, 64]: angles t / 10000^(2j/64), j < 32, each row the 32 values
-    twice (s3tokenizer's complex polar table)."""
-    freqs = 1.0 / (10000.0 ** (torch.arange(0, HEAD, 2)[: HEAD // 2].float() / HEAD))
-    angles = torch.outer(torch.arange(positions), freqs).float()
+    twice (s3tokenizer's complex polar table), on the CPU (also when the model is built on
+    the meta device)."""
+    freqs = 1.0 / (10000.0 ** (torch.arange(0, HEAD, 2, device="cpu")[: HEAD // 2].float()
+                               / HEAD))
+    angles = torch.outer(torch.arange(positions, device="cpu"), freqs).float()
     table = torch.view_as_real(torch.polar(torch.ones_like(angles), angles))
     cos, sin = table[..., 0], table[..., 1]
     return torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
@@ -126,6 +129,10 @@ class Encoder(nn.Module):
         self.conv2 = nn.Conv1d(cfg.width, cfg.width, 3, stride=2, padding=1)
         if cfg.vq:  # v1: absolute positions (the files carry the table)
             self.register_buffer("positional_embedding", sinusoids(cfg.positions, cfg.width))
+        else:  # v2/v3: rotary positions, the table made once (a constant in exported graphs)
+            cos, sin = rope_table(ROPE_POSITIONS)
+            self.register_buffer("rope_cos", cos, persistent=False)
+            self.register_buffer("rope_sin", sin, persistent=False)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
 
     def forward(self, mel: torch.Tensor, lengths: torch.Tensor
@@ -145,8 +152,8 @@ class Encoder(nn.Module):
         if self.cfg.vq:
             x = (x + self.positional_embedding[: x.shape[1]]).to(x.dtype)
         else:
-            cos, sin = rope_table(x.shape[1])
-            rope = cos.to(x), sin.to(x)
+            t = x.shape[1]
+            rope = self.rope_cos[:t].to(x), self.rope_sin[:t].to(x)
         for block in self.blocks:
             x = block(x, bias, keep, rope)
         return x, lengths

@@ -1,0 +1,41 @@
+"""ONNX graphs of the S3 tokenizer (encode only): features (audio [B, 1, N] of one length ->
+log-mel [B, 128, N // 160], each item normalised by its own maximum; the STFT as real matrix
+products) and encoder (log-mel [B, 128, F], F <= 3000 -> codes [B, 1, T]). The manifest's
+`feature_windows` tells the runtime how an input over 3000 mel frames runs: the features of the
+whole input, then windows of them through the encoder, merged as the torch codec merges them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from ...export.onnx import MAX_FRAMES, Call, export_graph
+from .config import HOP, WINDOW_FRAMES
+from .mel import N_FFT, log_mel_batch
+
+
+def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
+    model = codec.model.eval()
+    batch = torch.export.Dim("batch", min=1, max=4096)
+    samples = torch.export.Dim("samples", min=N_FFT // 2 + 1, max=MAX_FRAMES * HOP)
+    frames = torch.export.Dim("frames", min=2, max=WINDOW_FRAMES)
+    audio = torch.randn(2, 1, 37 * HOP + 59) * 0.1
+    mel = log_mel_batch(audio)
+
+    def encode(m, x):
+        lengths = torch.full((x.shape[0],), x.shape[-1], device=x.device)
+        return m(x, lengths)[0][:, None]
+
+    graphs = {
+        "features": export_graph(
+            Call(model, lambda m, a: log_mel_batch(a, m.config.n_mels)), (audio,),
+            tmp / "features.onnx", ["audio"], ["features"], {"audio": {0: batch, 2: samples}},
+            facts),
+        "encoder": export_graph(
+            Call(model, encode), (mel,), tmp / "encoder.onnx", ["features"], ["codes"],
+            {"features": {0: batch, 2: frames}}, facts),
+    }
+    return {"graphs": graphs, "encode_graphs": ["features", "encoder"], "encode_input": "samples",
+            "frame_axes": {"features": 2}, "feature_windows": codec.windows.to_dict(),
+            "min_samples": N_FFT // 2 + 1}
