@@ -17,3 +17,12 @@ pip install -q --no-deps --target .refs/qwen-tts qwen-tts==0.1.1 transformers==4
 pip install -q --no-deps --target .refs/neucodec neucodec==0.0.6 vector-quantize-pytorch==1.17.8 \
     local-attention==1.11.2 torchtune==0.6.1 torchao==0.14.1 einx==0.4.3 \
     hyper-connections==0.4.11 omegaconf==2.4.0 tiktoken==0.14.0 frozendict==2.5.1
+# the S3 token-to-audio oracles: Chatterbox's S3Gen (chatterbox-tts) and CosyVoice 2's flow and
+# HiFT (cosyvoice-minicpmo ships CosyVoice's code) with what they import, in a folder their
+# tests import from (tests/models/s3/t2w_reference.py); torchaudio's wheel is a CUDA build whose
+# native library does not load here: without it, torchaudio runs in pure Python (its Kaldi
+# filterbank, CAMPPlus's front end in Chatterbox)
+pip install -q --no-deps --target .refs/s3gen chatterbox-tts==0.1.7 cosyvoice-minicpmo==0.1.0 \
+    torchaudio==2.11.0 conformer==0.3.2 diffusers==0.29.0 omegaconf==2.4.0 \
+    antlr4-python3-runtime==4.9.3
+rm -f .refs/s3gen/torchaudio/lib/*.so

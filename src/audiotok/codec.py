@@ -53,6 +53,10 @@ class Codec(FrameMath):
     # None: decode() works; else the sentence an encode-only codec's decode() raises (what turns
     # its codes back into audio instead)
     decode_refusal: str | None = None
+    # what decode() takes beside the codes, by keyword: () nothing; ("voice",): a voice, made
+    # once from prompt speech with make_voice() (a token-to-audio model conditioned on a
+    # speaker: the S3 tokens' decoder)
+    decode_conditioning: tuple[str, ...] = ()
 
     def __init__(self, model: nn.Module, config, *, source: str = "", device=None,
                  dtype: torch.dtype = torch.float32, cuda_graphs: bool = False):
@@ -126,6 +130,7 @@ class Codec(FrameMath):
             "device": str(self.device),
             "cuda_graphs": self.graphs is not None,
             "decodes": self.decode_refusal is None,
+            "decode_conditioning": list(self.decode_conditioning),
             "weights_licence": self.licence,
         }
 
@@ -274,6 +279,23 @@ class Codec(FrameMath):
         for i, n in enumerate(out_len.tolist()):
             audio[i, :, n:] = 0
         return audio
+
+    def make_voice(self, audio, sample_rate: int | None = None):
+        """A voice from prompt speech, for a codec whose decode() takes one
+        (decode_conditioning)."""
+        raise AudiotokError(f"{self.title} decodes without a voice")
+
+    def load_voice(self, path):
+        """A voice file (written by make_voice(...).save(path)) for a codec whose decode()
+        takes one."""
+        raise AudiotokError(f"{self.title} decodes without a voice")
+
+    def own_conditioning(self, audio, sample_rate: int | None = None) -> dict:
+        """What decoding an input's own codes takes beside them (reconstruction: the input is
+        its own voice prompt); {} for a codec that takes nothing."""
+        if "voice" in self.decode_conditioning:
+            return {"voice": self.make_voice(audio, sample_rate)}
+        return {}
 
     def audio_lengths(self, lengths: torch.Tensor, num_samples: torch.Tensor | None = None
                       ) -> torch.Tensor:

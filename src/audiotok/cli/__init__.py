@@ -9,7 +9,7 @@ import click
 from .._version import __version__
 from . import _allocator  # noqa: F401  (before anything imports torch)
 from .bench import bench
-from .convert import decode, encode, reconstruct
+from .convert import decode, encode, reconstruct, voice
 from .eval import eval_command
 from .export import export
 from .info import info
@@ -32,7 +32,7 @@ def main() -> None:
                                f"(audiotok bench --kernels --save writes one), got {kernels!r}")
 
 
-for command in (encode, decode, reconstruct, bench, tokenize, eval_command, export, info,
+for command in (encode, decode, reconstruct, voice, bench, tokenize, eval_command, export, info,
                 serve):
     main.add_command(command)
 

@@ -50,6 +50,29 @@ def encode(inputs, output, fmt, model, device, threads):
     run_each(pairs, work)
 
 
+def voice_option(f):
+    return click.option(
+        "--voice", type=click.Path(exists=True, dir_okay=False), default=None,
+        help="A .voice file (audiotok voice) for a codec that decodes in a voice (S3 tokens' "
+             "token-to-audio).")(f)
+
+
+def conditioning(codec, voice: str | None) -> dict:
+    """decode()'s keywords beside the codes: the voice, which a codec conditioned on one needs
+    and others refuse."""
+    if "voice" not in codec.decode_conditioning:
+        if voice is not None:
+            raise click.UsageError(f"--voice: {codec.title} decodes without a voice")
+        return {}
+    if voice is None:
+        raise click.UsageError(f"{codec.title} decodes in a voice: pass --voice NAME.voice "
+                               "(make one with `audiotok voice PROMPT -o NAME.voice`)")
+    try:
+        return {"voice": codec.load_voice(voice)}
+    except AudiotokError as e:
+        raise click.UsageError(f"--voice: {e}") from None
+
+
 @click.command()
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(exists=True, allow_dash=True))
 @click.option("--output", "-o", required=True,
@@ -62,9 +85,11 @@ def encode(inputs, output, fmt, model, device, threads):
                    "is a codes file or - for text on stdin, one frame per line (K integers).")
 @click.option("--push-frames", type=click.IntRange(min=1), default=1, show_default=True,
               help="With --stream: frames decoded per step.")
+@voice_option
 @model_options
 @subtype_option
-def decode(inputs, output, clamp, stream_mode, push_frames, model, device, threads, subtype):
+def decode(inputs, output, clamp, stream_mode, push_frames, voice, model, device, threads,
+           subtype):
     """Decode codes files (.codes or fish-speech .npy) into audio files."""
     if stream_mode:
         if len(inputs) != 1:
@@ -80,14 +105,15 @@ def decode(inputs, output, clamp, stream_mode, push_frames, model, device, threa
         raise click.UsageError("reading tokens from stdin (-) needs --stream")
     pairs = plan(inputs, output, CODES_SUFFIXES, ".wav", AUDIO_SUFFIXES)
     codec = load_codec(model, device, threads)
+    extra = conditioning(codec, voice)
     from ..streaming.files import decode_to_file
 
     def work(src: Path, dst: Path) -> str:
         codes = load_codes(src)
         if len(codes) == 1:
-            decode_to_file(codec, codes, dst, subtype, clamp=clamp)
+            decode_to_file(codec, codes, dst, subtype, clamp=clamp, **extra)
             return f"{src} -> {dst}"
-        audio = codec.decode(codes, clamp=clamp).cpu()
+        audio = codec.decode(codes, clamp=clamp, **extra).cpu()
         written = []
         lengths = codec.audio_lengths(codes.lengths, codes.num_samples).tolist()
         for i, n in enumerate(lengths):
@@ -167,9 +193,12 @@ def _raw_writer(stream, dtype):
 @files_in_out("Output audio file (one input file) or folder.")
 @click.option("--sample-rate", type=int, default=None,
               help="Resample the output to this rate (default: the codec's rate).")
+@click.option("--voice", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="For a codec that decodes in a voice: a .voice file (default: each input "
+                   "is its own voice prompt).")
 @model_options
 @subtype_option
-def reconstruct(inputs, output, sample_rate, model, device, threads, subtype):
+def reconstruct(inputs, output, sample_rate, voice, model, device, threads, subtype):
     """Encode then decode audio files: hear what the codec keeps."""
     from ..audio import resample
     from ..streaming.files import decode_to_file, encode_file
@@ -177,15 +206,17 @@ def reconstruct(inputs, output, sample_rate, model, device, threads, subtype):
     pairs = plan(inputs, output, AUDIO_SUFFIXES, ".wav", AUDIO_SUFFIXES)
     codec = load_codec(model, device, threads)
     rate = sample_rate or codec.sample_rate
+    given = conditioning(codec, voice) if voice is not None else None
 
     def work(src: Path, dst: Path) -> str:
         t0 = time.perf_counter()
         codes = encode_file(codec, src)
+        extra = codec.own_conditioning(str(src)) if given is None else given
         t1 = time.perf_counter()
         if rate == codec.sample_rate:
-            decode_to_file(codec, codes, dst, subtype)
+            decode_to_file(codec, codes, dst, subtype, **extra)
         else:
-            audio = codec.decode(codes)[0].cpu().numpy()  # [C, N]
+            audio = codec.decode(codes, **extra)[0].cpu().numpy()  # [C, N]
             if rate != codec.sample_rate:
                 audio = resample(audio, codec.sample_rate, rate)
             write_audio(dst, audio, rate, subtype)
@@ -199,3 +230,21 @@ def reconstruct(inputs, output, sample_rate, model, device, threads, subtype):
                 f"real-time factor {(t2 - t0) / seconds:.2f}")
 
     run_each(pairs, work)
+
+
+@click.command()
+@click.argument("prompt", type=click.Path(exists=True, dir_okay=False))
+@click.option("--output", "-o", required=True, help="The voice file to write (NAME.voice).")
+@model_options
+def voice(prompt, output, model, device, threads):
+    """Make a voice from prompt speech (a few seconds of one speaker), for codecs that decode
+    in one (S3 tokens' token-to-audio): its tokens, mel and speaker embedding."""
+    codec = load_codec(model, device, threads)
+    try:
+        made = codec.make_voice(prompt)
+        made.save(output)
+    except (AudiotokError, OSError) as e:
+        fail(one_line(e))
+        sys.exit(1)
+    click.echo(f"{prompt} -> {output}: {made.prompt_tokens} prompt tokens "
+               f"({made.prompt_tokens / codec.frame_rate:.2f} s)")

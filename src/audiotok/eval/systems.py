@@ -79,9 +79,12 @@ class CodecSystem(System):
         bits = float(tokens.shape[1] * sum(np.log2(codec.codebook_sizes)))
         if not self.reconstructs:  # encode only: its tokens and their statistics
             return Output(None, codec.sample_rate, t1 - t0, 0.0, tokens, bits)
-        y = codec.decode(codes)[0].mean(0)  # (a stereo codec: its channels' mean)
+        # a codec conditioned on a voice speaks in the input's own (made outside the timings)
+        conditioning = codec.own_conditioning(audio, rate)
         t2 = time.perf_counter()
-        return Output(y.numpy(), codec.sample_rate, t1 - t0, t2 - t1, tokens, bits)
+        y = codec.decode(codes, **conditioning)[0].mean(0)  # (stereo: its channels' mean)
+        t3 = time.perf_counter()
+        return Output(y.numpy(), codec.sample_rate, t1 - t0, t3 - t2, tokens, bits)
 
     def precision(self, audio: np.ndarray, rate: int, out: Output) -> dict[str, float]:
         """Against the reference precision: the share of tokens equal to its tokens, and the SNR
@@ -94,8 +97,10 @@ class CodecSystem(System):
             raise AudiotokError(f"token shapes differ: {out.tokens.shape} and {ref_tokens.shape}")
         if out.audio is None:
             return {"tokens_equal": float((ref_tokens == out.tokens).mean())}
-        ref_audio = self.reference.decode(ref_codes)[0, 0].numpy()
-        ours = self.codec.decode(ref_codes)[0, 0].numpy()
+        ref_audio = self.reference.decode(
+            ref_codes, **self.reference.own_conditioning(audio, rate))[0, 0].numpy()
+        ours = self.codec.decode(ref_codes, **self.codec.own_conditioning(audio, rate))[0, 0]
+        ours = ours.numpy()
         return {"tokens_equal": float((ref_tokens == out.tokens).mean()),
                 "decode_snr_vs_reference": snr(ref_audio, ours)}
 

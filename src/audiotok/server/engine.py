@@ -122,8 +122,8 @@ class Engine:
 
     def _open(self, cls, model: str, clamp: bool) -> Stream:
         served = self._served(model)
-        if cls.kind == "decode" and served.codec.decode_refusal is not None:
-            raise EngineError(f"model {model!r}: {served.codec.decode_refusal}")
+        if cls.kind == "decode":
+            _check_decodes(model, served.codec)
         if cls.kind not in served.runners:
             raise EngineError(f"model {model!r} ({served.codec.title}) cannot {cls.kind} a "
                               "stream; send the whole input")
@@ -224,6 +224,7 @@ class Engine:
         num_samples when given, at most T * samples_per_frame); `scales` [S]: the segments'
         scales, for codes that carry them (without: each segment as decoded, unscaled)."""
         served = self._served(model)
+        _check_decodes(model, served.codec)
         t = check_token_chunk(tokens, served.codec, clamp)
         if t.shape[1] == 0:
             raise AudiotokError("no frames to decode")
@@ -568,3 +569,14 @@ class Engine:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _check_decodes(model: str, codec) -> None:
+    """EngineError for a model the server cannot decode with: an encode-only codec, or one
+    that decodes in a voice (which requests do not carry yet)."""
+    if codec.decode_refusal is not None:
+        raise EngineError(f"model {model!r}: {codec.decode_refusal}")
+    if codec.decode_conditioning:
+        raise EngineError(f"model {model!r} ({codec.title}) decodes in a voice, which the "
+                          "server does not take yet: decode with the library or `audiotok "
+                          "decode --voice`")

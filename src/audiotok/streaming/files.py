@@ -64,9 +64,10 @@ def encode_file(codec, path, block_seconds: float = 20.0) -> Codes:
 
 
 def decode_to_file(codec, codes: Codes, path, subtype: str | None = None,
-                   push_frames: int = 32, clamp: bool = False) -> int:
+                   push_frames: int = 32, clamp: bool = False, **conditioning) -> int:
     """Decode item 0 of `codes` into an audio file, atomically (a temporary file renamed at the
-    end). A causal codec writes as it goes, in bounded memory. Returns the samples written."""
+    end). A causal codec writes as it goes, in bounded memory. `conditioning`: what decode()
+    takes beside the codes (a voice). Returns the samples written."""
     import soundfile as sf
 
     from ..audio import write_audio
@@ -75,8 +76,8 @@ def decode_to_file(codec, codes: Codes, path, subtype: str | None = None,
     codes.require_codec(codec.name)
     n_total = int(codec.audio_lengths(codes.lengths[:1], None if codes.num_samples is None
                                       else codes.num_samples[:1])[0])
-    if codec.streaming.decode != LAYERS:
-        audio = codec.decode(codes[0], clamp=clamp)[0, :, :n_total]
+    if codec.streaming.decode != LAYERS or conditioning:
+        audio = codec.decode(codes[0], clamp=clamp, **conditioning)[0, :, :n_total]
         write_audio(path, audio, codec.sample_rate, subtype)
         return audio.shape[-1]
     tokens = codes.tokens[:1, :, : int(codes.lengths[0])]

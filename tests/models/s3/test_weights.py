@@ -37,14 +37,20 @@ def test_state_dicts_load_with_the_variant_v1_needs(s3_refs, tmp_path):
 
 
 def test_chatterbox_s3gen_through_the_hub_cache(s3_refs, tmp_path):
-    """s3gen.safetensors: the tokenizer's tensors under `tokenizer.` among S3Gen's own."""
+    """s3gen.safetensors: the tokenizer's tensors under `tokenizer.` among S3Gen's own (its
+    decoder's too: the codec then decodes)."""
     r = s3_refs("v2_25hz")
     s3 = reference.import_s3tokenizer()
     tensors = {f"tokenizer.{k}": v.contiguous() for k, v in r.ref.state_dict().items()}
     tensors["tokenizer._mel_filters"] = torch.from_numpy(
         np.load(f"{s3.__path__[0]}/assets/mel_filters.npz")["mel_128"])
     tensors["tokenizer.window"] = torch.hann_window(400)
-    tensors["flow.encoder.embed.out.0.weight"] = torch.zeros(4, 4)  # (S3Gen's others)
+    # S3Gen's other parts: its flow, vocoder (`mel2wav`) and speaker encoder (a small one)
+    from audiotok.models.s3.token2wav.config import CHATTERBOX, small
+    from audiotok.models.s3.token2wav.model import Token2Wav
+
+    decoder = Token2Wav(small(CHATTERBOX)).state_dict()
+    tensors.update({k.replace("hift.", "mel2wav.", 1): v.contiguous() for k, v in decoder.items()})
     save_file(tensors, str(tmp_path / "s3gen.safetensors"))
     w = reference.speech_like(30000)
     variant, codes, stderr = reference.load_by_name(

@@ -11,8 +11,11 @@ from ..family import Checkpoint, Family, LoadOption, Preset
 
 def _detect(checkpoint: Checkpoint) -> bool:
     """The official ONNX files (a lone .onnx file: audiotok's own exports are folders with a
-    manifest), s3tokenizer state dicts (.pt) and Chatterbox's s3gen safetensors (by tensor
-    names)."""
+    manifest), a folder holding one (CosyVoice 2's, with flow.pt and hift.pt beside it) or
+    Chatterbox's s3gen file, s3tokenizer state dicts (.pt) and Chatterbox's s3gen safetensors
+    (by tensor names)."""
+    if checkpoint.path.is_dir() and not checkpoint.weights.is_file():
+        return checkpoint.has("speech_tokenizer_v*.onnx", "s3gen*.safetensors")
     if checkpoint.suffix == ".onnx":
         return checkpoint.path.is_file() and not checkpoint.has("manifest.json")
     names = set(checkpoint.tensor_names)
@@ -34,6 +37,9 @@ FAMILY = Family(
         Preset("s3-v1", "FunAudioLLM/CosyVoice-300M", ("speech_tokenizer_v1.onnx",)),
         Preset("s3-v1-25hz", "FunAudioLLM/CosyVoice-300M-25Hz", ("speech_tokenizer_v1.onnx",)),
         Preset("s3-v2", "FunAudioLLM/CosyVoice2-0.5B", ("speech_tokenizer_v2.onnx",)),
+        # the tokenizer with CosyVoice 2's token-to-audio decoder (flow and HiFT vocoder)
+        Preset("s3-v2-token2wav", "FunAudioLLM/CosyVoice2-0.5B",
+               ("speech_tokenizer_v2.onnx", "flow.pt", "hift.pt")),
         Preset("s3-v3", "FunAudioLLM/Fun-CosyVoice3-0.5B-2512", ("speech_tokenizer_v3.onnx",)),
         Preset("s3-step-audio", "stepfun-ai/Step-Audio-Tokenizer", ("speech_tokenizer_v1.onnx",)),
         Preset("s3-chatterbox", "ResembleAI/chatterbox", ("s3gen.safetensors",)),

@@ -15,6 +15,8 @@ from . import FAMILY
 from .config import HOP, SAMPLE_RATE, S3Config
 from .mel import N_FFT, log_mel
 from .model import S3Model
+from .token2wav.config import MEL_HOP, TOKEN_MEL_RATIO
+from .token2wav.config import SAMPLE_RATE as T2W_RATE
 from .weights import checkpoint_file, load_checkpoint
 from .windows import MERGES, feature_windows, merged
 
@@ -25,18 +27,23 @@ class S3Codec(Codec):
     Each item's log-mel is its own (the front end normalises by the utterance's maximum); an
     item of N samples gives ceil((N // 160) / 2) tokens at 50 Hz, ceil((N // 160) / 4) at
     25 Hz; inputs of 200 samples or fewer are refused. Over 30 s the encoder runs in 30 s
-    windows every 26 s, merged as `merge` says (windows.py). Items of one length run as a
-    batch; each other length on its own, so an item's codes never depend on its neighbours.
-    decode() raises: S3 tokens become audio through a token-to-audio model with a voice."""
+    windows every 26 s, merged as `merge` says (windows.py; the plan is `self.windows`). Items
+    of one length run as a batch; each other length on its own, so an item's codes never
+    depend on its neighbours.
+
+    Weights with a token-to-audio decoder (v2: CosyVoice 2's flow.pt and hift.pt, Chatterbox's
+    s3gen.safetensors) also decode: decode(codes, voice=...) gives 24 kHz audio, 960 samples a
+    token, spoken in a voice (make_voice); encode still takes 16 kHz (input_rate). Without
+    one, decode() raises."""
 
     family = FAMILY
     frame_rule = f"hop:{HOP}"  # inputs up to 30 s; num_frames counts the windows' merge too
-    # no streams: the encoder attends to its whole window (up to 30 s); nothing decodes
+    # no streams: the encoder attends to its whole window (up to 30 s)
     streaming = StreamSpec(decode=None)
-    decode_refusal = ("S3 tokens do not decode with the tokenizer: they become audio through a "
-                      "flow-matching token-to-audio model conditioned on a voice (CosyVoice 2's "
-                      "flow and HiFT vocoder, Chatterbox's S3Gen), which audiotok does not "
-                      "provide yet; the s3 family encodes only")
+    decode_refusal = ("these S3 weights have no token-to-audio decoder: S3 tokens become audio "
+                      "through a flow-matching model conditioned on a voice; load v2 weights "
+                      "that have one (CosyVoice2-0.5B's folder with flow.pt and hift.pt, "
+                      "Chatterbox's s3gen.safetensors)")
 
     def __init__(self, model: S3Model, *, merge: str = "s3tokenizer", **kw):
         super().__init__(model, model.config, **kw)
@@ -49,6 +56,13 @@ class S3Codec(Codec):
         self.samples_per_frame = cfg.samples_per_token
         self.num_codebooks = 1
         self.codebook_sizes = (cfg.codebook_size,)
+        self.decoder = model.token2wav
+        if self.decoder is not None:
+            self.decode_refusal = None
+            self.decode_conditioning = ("voice",)
+            self.sample_rate = T2W_RATE
+            self.input_rate = SAMPLE_RATE
+            self.samples_per_frame = TOKEN_MEL_RATIO * MEL_HOP
 
     @classmethod
     def from_checkpoint(cls, path: Path, config: S3Config | None = None,
@@ -60,10 +74,16 @@ class S3Codec(Codec):
 
     @property
     def title(self) -> str:
-        return f"{FAMILY.title} ({self.config.variant})"
+        decoder = " with token-to-audio" if self.decoder is not None else ""
+        return f"{FAMILY.title} ({self.config.variant}){decoder}"
 
     def info(self) -> dict:
-        return {**super().info(), "variant": self.config.variant, "merge": self.merge}
+        out = {**super().info(), "variant": self.config.variant, "merge": self.merge}
+        if self.decoder is not None:
+            t2w = self.config.token2wav
+            out["token2wav"] = {"noise": t2w.noise, "excitation": t2w.hift.sine,
+                                "steps": t2w.flow.steps, "makes_voices": t2w.speaker_encoder}
+        return out
 
     def num_frames(self, num_samples: int) -> int:
         return self.windows.tokens(num_samples // HOP)
@@ -99,3 +119,65 @@ class S3Codec(Codec):
                 for k, j in enumerate(group):
                     out[j] = codes[k, : int(n[k])]
         return out
+
+    # -- token to audio ------------------------------------------------------------------------
+    def decode(self, codes, *, voice=None, seed=0, steps: int | None = None,
+               clamp: bool = False, frame_offsets=None) -> torch.Tensor:
+        """Audio float32 [B, 1, N] at 24 kHz of Codes or tokens [B, 1, T] / [1, T], spoken in
+        `voice` (a Voice or a .voice file): 960 samples a token (for a voice made here), each
+        item trimmed to its length and zero beyond. `seed` (an int, or one per item): the noise
+        each item draws (see token2wav/model.py); `steps`: Euler steps (default 10).
+        frame_offsets: taken for the contract's sake, unused (the noise is the item's own)."""
+        from .token2wav.voice import Voice
+
+        if self.decoder is None:
+            raise AudiotokError(self.decode_refusal)
+        if voice is None:
+            raise AudiotokError("decoding S3 tokens needs a voice: make one from prompt speech "
+                                "with codec.make_voice(audio) (or `audiotok voice PROMPT -o "
+                                "NAME.voice`) and pass voice=")
+        voice = voice if isinstance(voice, Voice) else self.load_voice(voice)
+        tokens, lengths, num_samples = self._check_codes(codes, clamp)
+        b = tokens.shape[0]
+        seeds = [seed] * b if isinstance(seed, int) else [int(s) for s in seed]
+        if len(seeds) != b:
+            raise AudiotokError(f"seed: one int, or one per item ({b}), got {len(seeds)}")
+        if steps is not None and (not isinstance(steps, int) or steps < 1):
+            raise AudiotokError(f"steps must be a positive integer, got {steps!r}")
+        extra = 2 * voice.tokens.numel() - voice.mel.shape[0]  # frames a short prompt mel adds
+        out = (lengths * TOKEN_MEL_RATIO + extra) * MEL_HOP
+        if num_samples is not None:
+            out = torch.minimum(out, num_samples)
+        audio = torch.zeros(b, 1, int(out.max()))
+        with torch.inference_mode():
+            for n, group in by_length(lengths.tolist()):
+                got = self.decoder(tokens[group, 0, :n].to(self.device), voice,
+                                   [seeds[i] for i in group], steps).float().cpu()
+                audio[group, :, : got.shape[-1]] = got
+        for i, n in enumerate(out.tolist()):
+            audio[i, :, n:] = 0
+        return audio
+
+    def load_voice(self, path):
+        from .token2wav.voice import Voice
+
+        if self.decoder is None:
+            raise AudiotokError(self.decode_refusal)
+        return Voice.load(path)
+
+    def make_voice(self, audio, sample_rate: int | None = None):
+        """A Voice from prompt speech (a path, bytes or an array at `sample_rate`): its S3 tokens
+        and speaker embedding at 16 kHz, its mel at 24 kHz (resampled from the input's rate);
+        tokens and mel cut to the shorter, as CosyVoice 2 cuts its prompt."""
+        from ...audio import to_items
+
+        if self.decoder is None:
+            raise AudiotokError(self.decode_refusal)
+        at16 = to_items(audio, sample_rate, SAMPLE_RATE)
+        at24 = to_items(audio, sample_rate, T2W_RATE)
+        if len(at16) != 1:
+            raise AudiotokError(f"a voice is made from one prompt, got {len(at16)} items")
+        speech = at16[0].samples.reshape(-1)
+        tokens = self._encode_items(at16)[0][0]
+        return self.decoder.make_voice(tokens, speech.to(self.device),
+                                       at24[0].samples.reshape(-1).to(self.device))

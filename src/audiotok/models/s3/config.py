@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
+
+from .token2wav.config import Token2WavConfig
 
 SAMPLE_RATE = 16000
 HOP = 160  # samples per mel frame (100 frames a second)
@@ -23,6 +25,11 @@ class S3Config:
     fsmn_kernel: int = 31
     ln_eps: float = 1e-5
     positions: int = 1500  # v1's table of positions; v2/v3: RoPE over 2048
+    token2wav: Token2WavConfig | None = None  # v2 weights with a decoder (tokens -> audio)
+
+    def __post_init__(self):
+        if self.token2wav is not None and self.variant != "v2_25hz":
+            raise ValueError(f"token-to-audio decodes v2 tokens; these weights are {self.variant}")
 
     @property
     def vq(self) -> bool:
@@ -51,12 +58,17 @@ class S3Config:
         return SAMPLE_RATE // self.samples_per_token
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["token2wav"] = None if self.token2wav is None else self.token2wav.to_dict()
+        return d
 
     @classmethod
     def from_dict(cls, d: dict) -> S3Config:
         known = {f.name for f in fields(cls)}
-        cfg = cls(**{k: v for k, v in d.items() if k in known})
+        d = {k: v for k, v in d.items() if k in known}
+        if d.get("token2wav") is not None:
+            d["token2wav"] = Token2WavConfig.from_dict(d["token2wav"])
+        cfg = cls(**d)
         if cfg.variant not in VARIANTS:
             raise ValueError(f"unknown S3 variant {cfg.variant!r}; one of {', '.join(VARIANTS)}")
         return cfg

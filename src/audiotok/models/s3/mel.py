@@ -32,12 +32,14 @@ def _mel_to_hz(m: np.ndarray) -> np.ndarray:
 
 
 @lru_cache(maxsize=4)
-def mel_filters(n_mels: int = 128) -> torch.Tensor:
-    """[n_mels, 201] Slaney-normalised triangles from 0 to 8 kHz, float32: bit for bit
-    librosa.filters.mel(sr=16000, n_fft=400, n_mels=n_mels), which Whisper and s3tokenizer ship
-    as mel_filters.npz (triangles in float64 stored to float32, then scaled in place)."""
-    freqs = np.fft.rfftfreq(N_FFT, 1.0 / SAMPLE_RATE)
-    edges = _mel_to_hz(np.linspace(_hz_to_mel(0.0), _hz_to_mel(SAMPLE_RATE / 2), n_mels + 2))
+def mel_filters(n_mels: int = 128, sample_rate: int = SAMPLE_RATE, n_fft: int = N_FFT,
+                fmax: float = 8000.0) -> torch.Tensor:
+    """[n_mels, n_fft / 2 + 1] Slaney-normalised triangles from 0 Hz to fmax, float32: bit for
+    bit librosa.filters.mel(sr=sample_rate, n_fft=n_fft, n_mels=n_mels, fmax=fmax), which Whisper
+    and s3tokenizer ship as mel_filters.npz at 16 kHz (triangles in float64 stored to float32,
+    then scaled in place)."""
+    freqs = np.fft.rfftfreq(n_fft, 1.0 / sample_rate)
+    edges = _mel_to_hz(np.linspace(_hz_to_mel(0.0), _hz_to_mel(fmax), n_mels + 2))
     gaps = np.diff(edges)
     ramps = np.subtract.outer(edges, freqs)
     weights = np.zeros((n_mels, freqs.size), dtype=np.float32)

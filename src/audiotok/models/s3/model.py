@@ -198,13 +198,19 @@ class Quantizer(nn.Module):
 
 
 class S3Model(nn.Module):
-    """Log-mel [B, 128, F] with lengths -> codes [B, T] with token lengths."""
+    """Log-mel [B, 128, F] with lengths -> codes [B, T] with token lengths; `token2wav`, when
+    the weights have one: v2 tokens and a voice -> 24 kHz audio (token2wav/)."""
 
     def __init__(self, cfg: S3Config):
         super().__init__()
         self.config = cfg
         self.encoder = Encoder(cfg)
         self.quantizer = Quantizer(cfg)
+        self.token2wav = None
+        if cfg.token2wav is not None:
+            from .token2wav.model import Token2Wav
+
+            self.token2wav = Token2Wav(cfg.token2wav)
 
     def forward(self, mel: torch.Tensor, lengths: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor]:

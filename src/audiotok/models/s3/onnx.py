@@ -1,6 +1,7 @@
 """ONNX graphs of the S3 tokenizer (encode only): features (audio [B, 1, N] of one length ->
 log-mel [B, 128, N // 160], each item normalised by its own maximum; the STFT as real matrix
-products) and encoder (log-mel [B, 128, F], F <= 3000 -> codes [B, 1, T]). The manifest's
+products) and encoder (log-mel [B, 128, F], F <= 3000 -> codes [B, 1, T]); a codec's
+token-to-audio model is not exported (the manifest's decode_refusal says so). The manifest's
 `feature_windows` tells the runtime how an input over 3000 mel frames runs: the features of the
 whole input, then windows of them through the encoder, merged as the torch codec merges them."""
 
@@ -9,14 +10,27 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from ...export.onnx import MAX_FRAMES, Call, export_graph
 from .config import HOP, WINDOW_FRAMES
 from .mel import N_FFT, log_mel_batch
+from .model import S3Model
+
+
+class Tokenizer(nn.Module):
+    """The S3 model's encoder and quantizer alone (a token-to-audio part stays out of the
+    graphs' capture)."""
+
+    def __init__(self, model: S3Model):
+        super().__init__()
+        self.config, self.encoder, self.quantizer = model.config, model.encoder, model.quantizer
+
+    forward = S3Model.forward
 
 
 def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
-    model = codec.model.eval()
+    model = Tokenizer(codec.model.eval())
     batch = torch.export.Dim("batch", min=1, max=4096)
     samples = torch.export.Dim("samples", min=N_FFT // 2 + 1, max=MAX_FRAMES * HOP)
     frames = torch.export.Dim("frames", min=2, max=WINDOW_FRAMES)
@@ -36,6 +50,10 @@ def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
             Call(model, encode), (mel,), tmp / "encoder.onnx", ["features"], ["codes"],
             {"features": {0: batch, 2: frames}}, facts),
     }
-    return {"graphs": graphs, "encode_graphs": ["features", "encoder"], "encode_input": "samples",
-            "frame_axes": {"features": 2}, "feature_windows": codec.windows.to_dict(),
-            "min_samples": N_FFT // 2 + 1}
+    extra = {"graphs": graphs, "encode_graphs": ["features", "encoder"],
+             "encode_input": "samples", "frame_axes": {"features": 2},
+             "feature_windows": codec.windows.to_dict(), "min_samples": N_FFT // 2 + 1}
+    if codec.decoder is not None:  # (the token-to-audio model is not exported)
+        extra["decode_refusal"] = ("this ONNX export holds the S3 tokenizer only: decode with "
+                                   "the torch codec (its token-to-audio model and a voice)")
+    return extra

@@ -10,6 +10,7 @@ dropped). The canonical names are s3tokenizer's (models/s3/model.py).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -37,13 +38,18 @@ def load_checkpoint(path: Path, config: S3Config | None = None, variant: str | N
     tensors have the same names and shapes (only the first convolution's stride differs)."""
     if path.suffix.lower() == ".onnx":
         from .official import read_onnx
+        from .token2wav.weights import from_cosyvoice
 
         sd, found = read_onnx(path, variant if config is None else config.variant)
-        return sd, config or found
+        return _with_decoder(sd, config or found, from_cosyvoice(path.parent), str(path))
     sd = read_weights(path)
     if any(k.startswith(CHATTERBOX + "encoder.") for k in sd):
+        from .token2wav.weights import from_chatterbox
+
+        decoder = from_chatterbox(sd, str(path))
         sd = {k[len(CHATTERBOX):]: v for k, v in sd.items()
               if k.startswith(CHATTERBOX) and k not in _CHATTERBOX_EXTRA}
+        return _with_decoder(sd, config or config_of(sd, variant, str(path)), decoder, str(path))
     if "encoder.conv1.weight" not in sd:
         raise CheckpointError(f"{path}: not an S3 tokenizer checkpoint (no encoder.conv1.weight)")
     if config is None:
@@ -74,3 +80,15 @@ def config_of(sd: dict[str, torch.Tensor], variant: str | None, source: str) -> 
         raise CheckpointError(f"{source}: these weights are a {'VQ (v1)' if vq else 'FSQ (v2/v3)'}"
                               f" tokenizer, not {variant}")
     return S3Config(variant, width=width, heads=width // 64, layers=layers)
+
+
+def _with_decoder(sd: dict, config: S3Config, decoder, source: str
+                  ) -> tuple[dict[str, torch.Tensor], S3Config]:
+    """The tokenizer's tensors and config with a token-to-audio decoder's, if one was found."""
+    if decoder is None:
+        return sd, config
+    if config.variant != "v2_25hz":
+        raise CheckpointError(f"{source}: a token-to-audio decoder decodes v2 tokens, but the "
+                              f"tokenizer beside it is {config.variant}")
+    tensors, t2w = decoder
+    return {**sd, **tensors}, replace(config, token2wav=t2w)

@@ -1,0 +1,108 @@
+"""S3 token-to-audio at the released sizes (random weights): audiotok's decode against CosyVoice
+2's own flow and HiFT (cosyvoice-minicpmo 0.1.0, .refs/s3gen) on the same tokens, voice and
+noise, interleaved in one process; the flow and the vocoder timed apart, medians, and the
+largest difference of the audio.
+
+    python benchmarks/codecs/s3_token2wav.py --seconds 10 --prompt 3 --threads 2 --repeats 3
+
+The reference runs as CosyVoice2Model.token2wav runs offline: flow.inference (batch 1, the
+conditioned and unconditioned rows of each of the 10 Euler steps as one batch of 2), then
+hift.inference. F0 is forced voiced (the classifier's bias at 150 Hz) so that the harmonic
+path runs, as with real weights.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
+from common import ROOT, parser
+
+sys.path.insert(0, str(ROOT))
+from tests.models.s3 import t2w_reference as t2w  # noqa: E402
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--prompt", type=float, default=3.0, help="seconds of voice prompt")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    from audiotok.models.s3.token2wav.config import COSYVOICE2
+    from audiotok.models.s3.token2wav.model import Token2Wav
+    from audiotok.models.s3.token2wav.voice import Voice
+    from audiotok.models.s3.token2wav.weights import combine
+    from audiotok.nn.kernels.cpu import this_cpu
+
+    flow, hift = t2w.cosyvoice_flow(small=False), t2w.cosyvoice_hift(small=False)
+    sd, cfg = combine(flow.state_dict(), hift.state_dict(), None, COSYVOICE2, "reference")
+    ours = Token2Wav(cfg).eval()
+    ours.load_state_dict({k.removeprefix("token2wav."): v for k, v in sd.items()}, strict=True)
+    g = torch.Generator().manual_seed(0)
+    n_prompt, n_tokens = int(25 * args.prompt), int(25 * args.seconds)
+    voice = Voice(torch.randint(0, 6561, (n_prompt,), generator=g),
+                  torch.randn(2 * n_prompt, 80, generator=g), torch.randn(192, generator=g))
+    tokens = torch.randint(0, 6561, (1, n_tokens), generator=g)
+
+    def reference():
+        t0 = time.perf_counter()
+        mel, _ = flow.inference(token=tokens, token_len=torch.tensor([n_tokens]),
+                                prompt_token=voice.tokens[None],
+                                prompt_token_len=torch.tensor([n_prompt]),
+                                prompt_feat=voice.mel[None],
+                                prompt_feat_len=torch.tensor([2 * n_prompt]),
+                                embedding=voice.embedding[None], streaming=False, finalize=True)
+        t1 = time.perf_counter()
+        torch.manual_seed(0)
+        audio, _ = hift.inference(speech_feat=mel)
+        return audio[0], t1 - t0, time.perf_counter() - t1
+
+    def audiotok_run():
+        t0 = time.perf_counter()
+        gen = torch.Generator().manual_seed(0)
+        noise = ours.noise(2 * (n_prompt + n_tokens), gen)
+        mel = ours.flow(tokens, voice.tokens[None], voice.mel[None], voice.embedding[None], noise)
+        t1 = time.perf_counter()
+        from audiotok.models.s3.token2wav.hift import HiftNoise
+
+        audio = ours.hift(mel, HiftNoise.draw(ours.hift.config, 1, mel.shape[-1], gen))
+        return audio[0, 0], t1 - t0, time.perf_counter() - t1
+
+    runs = {"cosyvoice2": reference, "audiotok": audiotok_run}
+    times = {k: ([], []) for k in runs}
+    out = {}
+    with torch.inference_mode():
+        for _ in range(args.repeats):
+            for name, fn in runs.items():
+                audio, t_flow, t_hift = fn()
+                out[name] = audio
+                times[name][0].append(t_flow)
+                times[name][1].append(t_hift)
+    diff = float((out["audiotok"] - out["cosyvoice2"]).abs().max())
+    rows = {k: {"flow_s": statistics.median(f), "hift_s": statistics.median(h)}
+            for k, (f, h) in times.items()}
+    cpu = this_cpu().describe()
+    print(f"S3 token-to-audio, released sizes (random weights), {args.seconds:g} s of tokens, "
+          f"{args.prompt:g} s prompt, float32, {args.threads} threads, median of "
+          f"{args.repeats}; {cpu}")
+    print("| | flow (s) | HiFT (s) | total (s) |\n|---|---|---|---|")
+    for k, r in rows.items():
+        print(f"| {k} | {r['flow_s']:.2f} | {r['hift_s']:.2f} | "
+              f"{r['flow_s'] + r['hift_s']:.2f} |")
+    ratio = sum(rows["cosyvoice2"].values()) / sum(rows["audiotok"].values())
+    print(f"reference / audiotok: {ratio:.2f}; audio max abs difference {diff:.2e}")
+    if args.json:
+        args.json.write_text(json.dumps({"cpu": cpu, "rows": rows, "ratio": ratio,
+                                         "max_abs_diff": diff, "args": {
+                                             "seconds": args.seconds, "prompt": args.prompt,
+                                             "threads": args.threads,
+                                             "repeats": args.repeats}}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
