@@ -366,3 +366,24 @@ def test_the_onnx_export_of_a_codec_with_a_decoder_holds_the_tokenizer(chatterbo
     assert codes.sample_rate == 24000 and codes.samples_per_frame == 960
     with pytest.raises(AudiotokError, match="tokenizer only"):
         runtime.decode(codes)
+
+
+def test_chatterbox_turbo_loads_its_tokenizer_alone(tmp_path):
+    """s3gen_meanflow.safetensors (Chatterbox-Turbo): the mean-flow decoder is not run; the
+    tokenizer encodes, decode says what to load instead."""
+    from audiotok.models.s3.token2wav.model import Token2Wav
+
+    tokenizer = reference.reference_model("v2_25hz", small=True)
+    sd = {f"tokenizer.{k}": v for k, v in tokenizer.state_dict().items()}
+    for k, v in Token2Wav(small(CHATTERBOX)).state_dict().items():
+        sd[k.replace("hift.", "mel2wav.", 1)] = v
+    sd["flow.decoder.estimator.time_embed_mixer.weight"] = torch.zeros(256, 512)
+    save_file({k: v.contiguous() for k, v in sd.items()},
+              str(tmp_path / "s3gen_meanflow.safetensors"))
+    codec = audiotok.load(tmp_path / "s3gen_meanflow.safetensors")
+    assert codec.decoder is None and codec.sample_rate == 16000
+    codes = codec.encode(reference.speech_like(8000)[None], 16000)
+    assert torch.equal(codes.tokens[0, 0], reference.reference_codes(
+        tokenizer, [reference.speech_like(8000)])[0])
+    with pytest.raises(AudiotokError, match="no token-to-audio decoder"):
+        codec.decode(codes)

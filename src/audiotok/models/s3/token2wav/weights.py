@@ -66,8 +66,10 @@ def combine(flow: dict, hift: dict, speaker: dict | None, like: Token2WavConfig,
 
 def from_chatterbox(sd: dict, source: str) -> tuple[dict, Token2WavConfig] | None:
     """Chatterbox's s3gen tensors (`flow.*`, `mel2wav.*`, `speaker_encoder.*`), or None when the
-    file holds no decoder."""
-    if not any(k.startswith("flow.") for k in sd):
+    file holds no decoder audiotok runs (none, or Chatterbox-Turbo's mean-flow one: its
+    tokenizer is read alone)."""
+    if not any(k.startswith("flow.") for k in sd) or \
+            "flow.decoder.estimator.time_embed_mixer.weight" in sd:
         return None
 
     def part(prefix):
