@@ -66,6 +66,10 @@ def served_name(spec: str) -> tuple[str, str]:
               show_default=True, help="Largest HTTP body (413 beyond).")
 @click.option("--max-request-seconds", type=click.FloatRange(min=0.001), default=600.0,
               show_default=True, help="Longest audio one offline request may carry.")
+@click.option("--max-voices", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Voices kept for models that decode in one (POST /v1/voices; 429 beyond).")
+@click.option("--max-voice-seconds", type=click.FloatRange(min=0.1), default=30.0,
+              show_default=True, help="Longest prompt speech a voice is made from.")
 @click.option("--idle-timeout", type=click.FloatRange(min=0.1), default=30.0,
               show_default=True, help="Close a WebSocket stream idle this long (seconds).")
 @click.option("--drain-timeout", type=click.FloatRange(min=0), default=30.0,
@@ -91,8 +95,8 @@ def served_name(spec: str) -> tuple[str, str]:
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
           max_step_frames, batch_wait_ms, step_wait_ms, api_key, max_body_mb, max_request_seconds,
-          idle_timeout, drain_timeout, window, on_ray, replicas, ray_address, cuda_graphs,
-          no_warmup, log_level):
+          max_voices, max_voice_seconds, idle_timeout, drain_timeout, window, on_ray, replicas,
+          ray_address, cuda_graphs, no_warmup, log_level):
     """Serve loaded codecs over HTTP and WebSocket (needs `pip install 'audiotok[serve]'`)."""
     try:
         import fastapi  # noqa: F401
@@ -124,7 +128,8 @@ def serve(models, host, port, device, dtype, threads, max_streams, max_batch,
     engine_settings = EngineSettings(
         max_streams=max_streams, max_batch=max_batch, max_step_frames=max_step_frames,
         batch_wait_ms=batch_wait_ms, step_wait_ms=step_wait_ms,
-        max_request_seconds=max_request_seconds, window=windows)
+        max_request_seconds=max_request_seconds, max_voices=max_voices,
+        max_voice_seconds=max_voice_seconds, window=windows)
     settings = ServerSettings(api_key=api_key, max_body_bytes=int(max_body_mb * 1024 * 1024),
                               idle_timeout=idle_timeout, drain_timeout=drain_timeout)
     if on_ray:

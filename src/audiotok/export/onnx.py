@@ -12,11 +12,12 @@ the step graphs `decoder_step.onnx` (codes [B, K, t] with the streaming state ->
 [B, 1, t * frame] and the new state) and `encoder_step.onnx` (whole frames of audio in, their
 tokens out), whose state is explicit (every streaming module's: convolution contexts,
 transposed-convolution tails, attention keys and values, position counters), and the
-whole-input `encoder.onnx` and `decoder.onnx`, which the runtime runs for whole inputs (faster
-than the step graphs over pieces: docs/interop.md). Driving the step graphs push by push gives the
-offline results, so an export may leave the whole-input graphs out (OnnxSettings.offline_graphs
-False: each weight once, half the size and the export time); the runtime then encodes and
-decodes whole inputs through the step graphs, as the torch codec runs long inputs. An encoder
+whole-input `encoder.onnx` and `decoder.onnx`, which the runtime runs for whole inputs (on
+some CPUs faster than the step graphs over pieces: docs/interop.md). Driving the step graphs
+push by push gives the offline results, so an export may leave the whole-input graphs out
+(OnnxSettings.offline_graphs False: each weight once, half the size and the export time); the
+runtime then encodes and decodes whole inputs through the step graphs, as the torch codec runs
+long inputs. An encoder
 that pads a partial last frame itself always has its whole-input graph (a step graph takes
 whole frames).
 

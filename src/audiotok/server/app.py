@@ -5,7 +5,9 @@ Routes (README, Serving, has the protocol with examples):
          /v1/models
     POST /v1/encode   audio file or raw PCM in -> tokens (JSON, .npy or .codes)
     POST /v1/decode   tokens (JSON, .npy or .codes) in -> WAV, FLAC, OGG, raw PCM or npz
-                      (causal codecs: optionally streamed as decoded)
+                      (causal codecs: optionally streamed as decoded; voice=ID for a model
+                      that decodes in a voice)
+    POST /v1/voices   prompt speech in -> a voice id (GET lists them, DELETE /v1/voices/ID)
     WS   /v1/stream/decode, /v1/stream/encode
 Every bad request gets a 4xx with {"error": message}; the engine and other clients go on.
 This module has the app, its guard and the status routes; the offline routes are in offline.py,
@@ -26,7 +28,7 @@ from .._version import __version__
 from ..errors import AudiotokError
 from .errors import EngineBusy, HTTPError, StreamClosed
 from .metrics import metrics_text
-from .offline import add_offline_routes
+from .offline import add_offline_routes, add_voice_routes
 from .page import mount_page
 from .websocket import stream_decode_ws, stream_encode_ws
 
@@ -155,6 +157,7 @@ def create_app(engine: Engine | None, settings: ServerSettings | None = None):
         return {"models": [_model_facts(name, m) for name, m in engine.models.items()]}
 
     add_offline_routes(app, state)
+    add_voice_routes(app, state)
 
     @app.websocket("/v1/stream/decode")
     async def ws_decode(websocket: WebSocket):

@@ -49,6 +49,7 @@ from .streams import (
     check_scales,
     check_token_chunk,
 )
+from .voices import Voices
 from .warmup import Warmup
 
 log = logging.getLogger("audiotok.server")
@@ -90,6 +91,7 @@ class Engine:
         self.settings = settings or EngineSettings()
         self.models = {name: Served(name, c, self.settings) for name, c in models.items()}
         self.stats = EngineStats()
+        self.voices = Voices(self.settings.max_voices, self.settings.max_voice_seconds)
         self.cond = threading.Condition()
         self.accepting = True
         self.stopping = False
@@ -219,12 +221,15 @@ class Engine:
         return self._submit_request(served, "encode", x, seconds)
 
     def decode(self, model: str, tokens, *, num_samples: int | None = None,
-               clamp: bool = False, scales=None) -> Future:
+               clamp: bool = False, scales=None, voice: str | None = None) -> Future:
         """Future of audio float32 [N] ([C, N] for C > 1 channels) for tokens [K, T] (N =
         num_samples when given, at most T * samples_per_frame); `scales` [S]: the segments'
-        scales, for codes that carry them (without: each segment as decoded, unscaled)."""
+        scales, for codes that carry them (without: each segment as decoded, unscaled);
+        `voice`: the id of a kept voice, for a model that decodes in one (Engine.voices)."""
         served = self._served(model)
-        _check_decodes(model, served.codec)
+        if served.codec.decode_refusal is not None:
+            raise EngineError(f"model {model!r}: {served.codec.decode_refusal}")
+        conditioning = self.voices.conditioning(model, served.codec, voice)
         t = check_token_chunk(tokens, served.codec, clamp)
         if t.shape[1] == 0:
             raise AudiotokError("no frames to decode")
@@ -233,8 +238,8 @@ class Engine:
             raise AudiotokError(f"num_samples {num_samples} does not fit {t.shape[1]} frames")
         if scales is not None:
             scales = check_scales(scales, served.codec, t.shape[1])
-        return self._submit_request(served, "decode", (t, num_samples, scales), t.shape[1] /
-                                    served.codec.frame_rate)
+        return self._submit_request(served, "decode", (t, num_samples, scales, conditioning),
+                                    t.shape[1] / served.codec.frame_rate)
 
     async def aencode(self, model: str, audio) -> np.ndarray:
         return await asyncio.wrap_future(self.encode(model, audio))
@@ -572,11 +577,11 @@ class Engine:
 
 
 def _check_decodes(model: str, codec) -> None:
-    """EngineError for a model the server cannot decode with: an encode-only codec, or one
-    that decodes in a voice (which requests do not carry yet)."""
+    """EngineError for a model the server cannot decode a stream with: an encode-only codec,
+    or one that decodes in a voice (its streams are not served yet: offline requests are)."""
     if codec.decode_refusal is not None:
         raise EngineError(f"model {model!r}: {codec.decode_refusal}")
     if codec.decode_conditioning:
-        raise EngineError(f"model {model!r} ({codec.title}) decodes in a voice, which the "
-                          "server does not take yet: decode with the library or `audiotok "
-                          "decode --voice`")
+        raise EngineError(f"model {model!r} ({codec.title}) decodes in a voice, and its "
+                          "decode streams are not served yet: send the whole codes to "
+                          "/v1/decode with voice=ID")

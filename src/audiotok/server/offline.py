@@ -131,10 +131,12 @@ def add_offline_routes(app, state) -> None:
                 media_type="audio/wav" if fmt == "wav" else "application/octet-stream",
                 headers=_pcm_headers(codec, sample_format))
         scales = _item_scales(doc.get("scales"), tokens.shape[0])
+        voice = q.get("voice", doc.get("voice"))
         start = time.perf_counter()
         futures = [engine.decode(name, tokens[i],
                                  num_samples=None if num_samples is None else
-                                 int(num_samples[i]), clamp=clamp, scales=scales[i])
+                                 int(num_samples[i]), clamp=clamp, scales=scales[i],
+                                 voice=None if voice is None else str(voice))
                    for i in range(tokens.shape[0])]
         audio = [await _engine_call(asyncio.wrap_future(f)) for f in futures]
         headers = {**_pcm_headers(codec, sample_format),
@@ -157,6 +159,36 @@ def add_offline_routes(app, state) -> None:
         data = await asyncio.to_thread(write_audio_bytes, audio[0].T, codec.sample_rate, kind,
                                        "PCM_16" if kind != "OGG" else None)
         return Response(data, media_type=media, headers=headers)
+
+
+def add_voice_routes(app, state) -> None:
+    """POST /v1/voices (prompt speech in, a voice id out), GET /v1/voices, DELETE
+    /v1/voices/{id}: the voices the engine keeps for models that decode in one."""
+
+    @app.post("/v1/voices")
+    async def add_voice(request: Request):
+        engine = await state.get_engine()
+        q = request.query_params
+        name = model_name(engine, q.get("model"))
+        codec = engine.models[name].codec
+        body = await _read_body(request, state.settings.max_body_bytes)
+        if not body:
+            raise HTTPError(400, "empty body: send prompt speech (an audio file, or raw PCM "
+                                 "with ?pcm=)")
+        item = await asyncio.to_thread(_audio_item, body, q, codec.input_rate)
+        stored = await _engine_call(asyncio.to_thread(
+            engine.voices.add, name, codec, item.samples.numpy(), codec.input_rate))
+        return stored.facts()
+
+    @app.get("/v1/voices")
+    async def list_voices():
+        engine = await state.get_engine()
+        return {"voices": engine.voices.list()}
+
+    @app.delete("/v1/voices/{voice_id}")
+    async def delete_voice(voice_id: str):
+        engine = await state.get_engine()
+        return {"deleted": engine.voices.remove(voice_id).id}
 
 
 def _flag(value) -> bool:
@@ -211,7 +243,7 @@ def _audio_item(body: bytes, q, target_rate: int, codec_channels: int = 1):
 async def _engine_call(awaitable):
     try:
         return await awaitable
-    except AudiotokError:
+    except (AudiotokError, HTTPError):
         raise
     except Exception as e:  # noqa: BLE001 - a model error: the request fails, the server goes on
         raise HTTPError(500, f"{type(e).__name__}: {e}") from None

@@ -22,7 +22,8 @@ def run_offline(codec, kind: str, payloads: list) -> list:
     """One padded batch of whole requests (per-item results equal one-at-a-time calls).
     encode: audio float32 [n] ([C, n]) at the codec's input rate -> tokens int64 [K, T] (codes
     that carry scales: ScaledTokens); decode: (tokens [K, T], num_samples or None, scales [S]
-    or None) -> audio float32 [N] ([C, N] for C > 1 channels)."""
+    or None, conditioning: decode()'s keywords, e.g. a voice) -> audio float32 [N] ([C, N]
+    for C > 1 channels); requests of one conditioning run as one call."""
     if kind == "encode":
         codes = codec.encode([torch.from_numpy(a) for a in payloads], codec.input_rate)
         tokens = codes.tokens.numpy()
@@ -31,6 +32,20 @@ def run_offline(codec, kind: str, payloads: list) -> list:
             return out
         return [ScaledTokens(t, codes.scales[i, : codec.segment_count(t.shape[1])].numpy())
                 for i, t in enumerate(out)]
+    groups: dict[tuple, list[int]] = {}
+    for i, (_, _, _, conditioning) in enumerate(payloads):
+        key = tuple(sorted((k, id(v)) for k, v in conditioning.items()))
+        groups.setdefault(key, []).append(i)
+    out: list = [None] * len(payloads)
+    for group in groups.values():
+        audio = _decode(codec, [payloads[i][:3] for i in group], payloads[group[0]][3])
+        for i, a in zip(group, audio, strict=True):
+            out[i] = a
+    return out
+
+
+def _decode(codec, payloads: list, conditioning: dict) -> list:
+    """Audio of (tokens, num_samples, scales) requests as one padded batch."""
     lengths = [t.shape[1] for t, _, _ in payloads]
     tokens = torch.zeros(len(payloads), codec.num_codebooks, max(lengths), dtype=torch.long)
     for i, (t, _, _) in enumerate(payloads):
@@ -46,7 +61,8 @@ def run_offline(codec, kind: str, payloads: list) -> list:
                                 for n, (_, ns, _) in zip(lengths, payloads, strict=True)])
     audio = codec.decode(Codes(tokens, torch.tensor(lengths), codec=codec.name,
                                sample_rate=codec.sample_rate, samples_per_frame=spf,
-                               num_samples=num_samples, scales=scales)).numpy()
+                               num_samples=num_samples, scales=scales),
+                         **conditioning).numpy()
     n_out = codec.audio_lengths(torch.tensor(lengths), num_samples).tolist()
     if codec.channels > 1:
         return [audio[i, :, :n] for i, n in enumerate(n_out)]

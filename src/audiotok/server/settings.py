@@ -34,16 +34,18 @@ class EngineSettings:
     max_offline_batch: int = 16  # offline requests per batch
     max_offline_batch_seconds: float = 120.0  # audio per offline batch
     max_request_seconds: float = 600.0  # one offline request's audio
+    max_voices: int = 32  # voices kept for models that decode in one (server/voices.py)
+    max_voice_seconds: float = 30.0  # prompt speech one voice is made from
     # non-causal codecs' stream windows; None: each codec's own (codec.streaming.window)
     window: WindowSettings | None = None
 
     def __post_init__(self):
         for name in ("max_streams", "max_batch", "max_step_frames", "max_queued_requests",
-                     "max_offline_batch"):
+                     "max_offline_batch", "max_voices"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
         for name in ("max_backlog_seconds", "max_offline_batch_seconds",
-                     "max_request_seconds"):
+                     "max_request_seconds", "max_voice_seconds"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
         for name in ("batch_wait_ms", "step_wait_ms"):

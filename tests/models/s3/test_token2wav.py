@@ -387,3 +387,61 @@ def test_chatterbox_turbo_loads_its_tokenizer_alone(tmp_path):
         tokenizer, [reference.speech_like(8000)])[0])
     with pytest.raises(AudiotokError, match="no token-to-audio decoder"):
         codec.decode(codes)
+
+
+def test_the_server_keeps_voices_and_decodes_in_them(chatterbox_file):
+    """A voice uploaded once (POST /v1/voices), then decode requests that name it: the
+    library's audio for the same voice; the limits, and bad requests answered with the reason."""
+    import io
+
+    import soundfile as sf
+    from fastapi.testclient import TestClient
+
+    from audiotok.server.app import ServerSettings, create_app
+    from audiotok.server.engine import Engine, EngineSettings
+    from tests.conftest import S2_TINY
+
+    codec = audiotok.load(chatterbox_file[0])
+    engine = Engine({"s3": codec, "s2": audiotok.load(S2_TINY / "codec.pth")},
+                    EngineSettings(max_voices=1, max_voice_seconds=3.0))
+
+    def wav(seconds: float, seed: int) -> bytes:
+        buf = io.BytesIO()
+        sf.write(buf, reference.speech_like(int(16000 * seconds), seed=seed).numpy(), 16000,
+                 format="WAV", subtype="FLOAT")
+        return buf.getvalue()
+
+    try:
+        with TestClient(create_app(engine, ServerSettings(idle_timeout=5.0))) as c:
+            r = c.post("/v1/voices?model=s3", content=wav(2, 1))
+            assert r.status_code == 200, r.text
+            made = r.json()
+            assert made["prompt_tokens"] == 50 and made["seconds"] == 2.0
+            assert c.get("/v1/voices").json()["voices"] == [made]
+            tokens = torch.randint(0, 6561, (1, 12), generator=torch.Generator().manual_seed(4))
+            r = c.post(f"/v1/decode?model=s3&voice={made['voice']}&format=npz",
+                       json={"tokens": tokens.tolist()})
+            assert r.status_code == 200, r.text
+            got = np.load(io.BytesIO(r.content))["audio"][0]
+            voice = codec.make_voice(reference.speech_like(32000, seed=1), 16000)
+            want = codec.decode(tokens[None], voice=voice)[0, 0].numpy()
+            assert got.shape == want.shape == (960 * 12,)
+            np.testing.assert_allclose(got, want, rtol=0, atol=SAME_MODEL)
+            # the limits: one voice kept (429), 3 s of prompt (413); bad requests (4xx)
+            assert c.post("/v1/voices?model=s3", content=wav(1, 2)).status_code == 429
+            assert c.delete(f"/v1/voices/{made['voice']}").json() == {"deleted": made["voice"]}
+            assert c.post("/v1/voices?model=s3", content=wav(4, 2)).status_code == 413
+            assert c.post("/v1/voices?model=s3", content=b"not audio").status_code == 400
+            r = c.post("/v1/decode?model=s3&voice=nope", json={"tokens": [[1, 2, 3]]})
+            assert r.status_code == 404 and "unknown voice" in r.json()["error"]
+            r = c.post("/v1/decode?model=s3", json={"tokens": [[1, 2, 3]]})
+            assert r.status_code == 400 and "decodes in a voice" in r.json()["error"]
+            assert c.delete("/v1/voices/nope").status_code == 404
+            # a model that decodes without a voice takes none
+            r = c.post("/v1/voices?model=s2", content=wav(1, 2))
+            assert r.status_code == 400 and "without a voice" in r.json()["error"]
+            r = c.post("/v1/decode?model=s2&voice=abc", json={"tokens": [[1]] * 10})
+            assert r.status_code == 400 and "without a voice" in r.json()["error"]
+            assert c.get("/healthz").json() == {"status": "ok"}
+    finally:
+        engine.close(timeout=5)
