@@ -41,8 +41,8 @@ def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
     if rule.startswith("ceil:") and rule[5:].isdigit() and int(rule[5:]) > 0:
         block = int(rule[5:]) * samples_per_frame
         return -(-num_samples // block) * int(rule[5:])
-    if rule.startswith("hop:") and rule[4:].isdigit() and int(rule[4:]) > 0:
-        hop = int(rule[4:])
+    if rule.startswith("hop:"):
+        hop = rule_hop(rule)
         if samples_per_frame % hop:
             raise ValueError(f"frame rule {rule}: {samples_per_frame} samples a frame is not a "
                              f"multiple of {hop}")
@@ -57,19 +57,32 @@ def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
                      "or segments:L:S")
 
 
+def rule_hop(rule: str) -> int:
+    """H of a "hop:H" frame rule (samples per feature frame)."""
+    if not (rule.startswith("hop:") and rule[4:].isdigit() and int(rule[4:]) > 0):
+        raise ValueError(f"frame rule {rule!r} is not hop:H")
+    return int(rule[4:])
+
+
 class FrameMath:
     """`frame_rate` and `num_frames` from `sample_rate`, `samples_per_frame` and `frame_rule`:
     shared by the torch codecs and the ONNX runtime's codec.
 
     sample_rate and samples_per_frame are those of the audio a codec decodes to; the audio it
     encodes has the same unless the codec sets `input_rate` (e.g. 16 kHz in and 24 kHz out:
-    320 input samples and 480 output samples a frame)."""
+    320 input samples and 480 output samples a frame).
+
+    An encoder that sees at most a window of feature frames (a "hop:H" frame rule) sets
+    `feature_windows`: its token count then follows the windows' merge. `min_samples`: fewer
+    input samples are refused (e.g. a front end's reflect padding needs more)."""
 
     title: str
     sample_rate: int
     samples_per_frame: int
     frame_rule: str
     _input_rate: int | None = None
+    feature_windows: FeatureWindows | None = None
+    min_samples: int = 0
 
     @property
     def input_rate(self) -> int:
@@ -96,14 +109,21 @@ class FrameMath:
 
     def check_whole_frame(self, num_samples: int, hint: str = "pad it to at least one frame"
                           ) -> None:
-        """AudioError when `num_samples` input samples give no frame (a rule such as "floor")."""
+        """AudioError when `num_samples` input samples are fewer than `min_samples` or give no
+        frame (a rule such as "floor")."""
+        if num_samples < self.min_samples:
+            raise AudioError(f"{num_samples} samples is too short for {self.title}: it needs at "
+                             f"least {self.min_samples} samples at {self.input_rate} Hz")
         if self.num_frames(num_samples) < 1:
             raise AudioError(f"{num_samples} samples is less than one {self.title} frame "
                              f"({self.input_samples_per_frame} samples at {self.input_rate} "
                              f"Hz); {hint}")
 
     def num_frames(self, num_samples: int) -> int:
-        """Code frames for `num_samples` input samples (at input_rate; its frame_rule)."""
+        """Code frames for `num_samples` input samples (at input_rate; its frame_rule, and its
+        feature windows' merge if it has them)."""
+        if self.feature_windows is not None:
+            return self.feature_windows.tokens(num_samples // rule_hop(self.frame_rule))
         return frames_for(self.frame_rule, num_samples, self.input_samples_per_frame)
 
     def output_samples(self, num_samples: int) -> int:

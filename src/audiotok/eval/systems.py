@@ -35,6 +35,7 @@ class Output:
     decode_seconds: float = 0.0
     tokens: np.ndarray | None = None  # [K, T] (codecs)
     bits: float | None = None  # what the representation takes (baselines: the file's size)
+    conditioning: dict = field(default_factory=dict)  # what the decode took beside the codes
 
 
 @dataclass
@@ -84,7 +85,8 @@ class CodecSystem(System):
         t2 = time.perf_counter()
         y = codec.decode(codes, **conditioning)[0].mean(0)  # (stereo: its channels' mean)
         t3 = time.perf_counter()
-        return Output(y.numpy(), codec.sample_rate, t1 - t0, t3 - t2, tokens, bits)
+        return Output(y.numpy(), codec.sample_rate, t1 - t0, t3 - t2, tokens, bits,
+                      conditioning)
 
     def precision(self, audio: np.ndarray, rate: int, out: Output) -> dict[str, float]:
         """Against the reference precision: the share of tokens equal to its tokens, and the SNR
@@ -99,8 +101,7 @@ class CodecSystem(System):
             return {"tokens_equal": float((ref_tokens == out.tokens).mean())}
         ref_audio = self.reference.decode(
             ref_codes, **self.reference.own_conditioning(audio, rate))[0, 0].numpy()
-        ours = self.codec.decode(ref_codes, **self.codec.own_conditioning(audio, rate))[0, 0]
-        ours = ours.numpy()
+        ours = self.codec.decode(ref_codes, **out.conditioning)[0, 0].numpy()  # (run()'s voice)
         return {"tokens_equal": float((ref_tokens == out.tokens).mean()),
                 "decode_snr_vs_reference": snr(ref_audio, ours)}
 

@@ -139,6 +139,10 @@ def export_onnx(codec, out: str | os.PathLike, settings: OnnxSettings | None = N
              "source": os.path.basename(str(codec.source))}
     if codec.decode_refusal is not None:  # an encode-only codec: no decoder graph
         facts["decode_refusal"] = codec.decode_refusal
+    if codec.feature_windows is not None:  # (the runtime windows long inputs by this plan)
+        facts["feature_windows"] = codec.feature_windows.to_dict()
+    if codec.min_samples:
+        facts["min_samples"] = codec.min_samples
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent if out.parent.exists()
                                 else None))
     try:

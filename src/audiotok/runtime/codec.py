@@ -20,7 +20,7 @@ from ..chunking import (
     segments_span,
 )
 from ..codes import Codes, as_numpy
-from ..errors import AudioError, AudiotokError, CheckpointError, CodesError
+from ..errors import AudiotokError, CheckpointError, CodesError
 from ..models.family import licence_notice
 from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
 from . import segments
@@ -115,18 +115,6 @@ class OnnxCodec(FrameMath):
                 "frame_rate": self.frame_rate, "num_codebooks": self.num_codebooks,
                 "codebook_sizes": list(self.codebook_sizes), "channels": self.channels,
                 "licence": self.licence, "folder": str(self.folder)}
-
-    def num_frames(self, num_samples: int) -> int:
-        if self.feature_windows is None:
-            return super().num_frames(num_samples)
-        return self.feature_windows.tokens(num_samples // int(self.frame_rule.split(":")[1]))
-
-    def check_whole_frame(self, num_samples: int, hint: str = "pad it to at least one frame"
-                          ) -> None:
-        if num_samples < self.min_samples:
-            raise AudioError(f"{num_samples} samples is too short for {self.title}: it needs "
-                             f"at least {self.min_samples} samples at {self.input_rate} Hz")
-        super().check_whole_frame(num_samples, hint)
 
     # -- encode --------------------------------------------------------------------------------
     def encode(self, x, sample_rate: int | None = None) -> Codes:

@@ -126,6 +126,10 @@ class Engine:
         served = self._served(model)
         if cls.kind == "decode":
             _check_decodes(model, served.codec)
+            if served.codec.decode_conditioning:
+                raise EngineError(f"model {model!r} ({served.codec.title}) decodes in a voice, "
+                                  "and its decode streams are not served yet: send the whole "
+                                  "codes to /v1/decode with voice=ID")
         if cls.kind not in served.runners:
             raise EngineError(f"model {model!r} ({served.codec.title}) cannot {cls.kind} a "
                               "stream; send the whole input")
@@ -227,8 +231,7 @@ class Engine:
         scales, for codes that carry them (without: each segment as decoded, unscaled);
         `voice`: the id of a kept voice, for a model that decodes in one (Engine.voices)."""
         served = self._served(model)
-        if served.codec.decode_refusal is not None:
-            raise EngineError(f"model {model!r}: {served.codec.decode_refusal}")
+        _check_decodes(model, served.codec)
         conditioning = self.voices.conditioning(model, served.codec, voice)
         t = check_token_chunk(tokens, served.codec, clamp)
         if t.shape[1] == 0:
@@ -577,11 +580,6 @@ class Engine:
 
 
 def _check_decodes(model: str, codec) -> None:
-    """EngineError for a model the server cannot decode a stream with: an encode-only codec,
-    or one that decodes in a voice (its streams are not served yet: offline requests are)."""
+    """EngineError for an encode-only model."""
     if codec.decode_refusal is not None:
         raise EngineError(f"model {model!r}: {codec.decode_refusal}")
-    if codec.decode_conditioning:
-        raise EngineError(f"model {model!r} ({codec.title}) decodes in a voice, and its "
-                          "decode streams are not served yet: send the whole codes to "
-                          "/v1/decode with voice=ID")

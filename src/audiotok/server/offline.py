@@ -49,10 +49,7 @@ def add_offline_routes(app, state) -> None:
         if fmt == "npy" and codec.streaming.scales:
             raise HTTPError(400, f"{codec.title} codes carry segment scales, which a .npy file "
                                  "cannot hold; ask for format=json or format=codes")
-        body = await _read_body(request, state.settings.max_body_bytes)
-        if not body:
-            raise HTTPError(400, "empty body: send an audio file, or raw PCM with ?pcm=")
-        item = await asyncio.to_thread(_audio_item, body, q, codec.input_rate, codec.channels)
+        item = await _audio_of(request, state, codec)
         length = item.samples.shape[-1]
         seconds = length / codec.input_rate
         start = time.perf_counter()
@@ -171,11 +168,7 @@ def add_voice_routes(app, state) -> None:
         q = request.query_params
         name = model_name(engine, q.get("model"))
         codec = engine.models[name].codec
-        body = await _read_body(request, state.settings.max_body_bytes)
-        if not body:
-            raise HTTPError(400, "empty body: send prompt speech (an audio file, or raw PCM "
-                                 "with ?pcm=)")
-        item = await asyncio.to_thread(_audio_item, body, q, codec.input_rate)
+        item = await _audio_of(request, state, codec)
         stored = await _engine_call(asyncio.to_thread(
             engine.voices.add, name, codec, item.samples.numpy(), codec.input_rate))
         return stored.facts()
@@ -206,6 +199,16 @@ def model_name(engine: Engine, name: str | None) -> str:
     if name not in engine.models:
         raise HTTPError(404, f"unknown model {name!r}; loaded: {', '.join(engine.models)}")
     return name
+
+
+async def _audio_of(request, state, codec):
+    """The request body's audio (a file, or raw PCM with ?pcm=) as an item at the codec's input
+    rate and channels."""
+    body = await _read_body(request, state.settings.max_body_bytes)
+    if not body:
+        raise HTTPError(400, "empty body: send an audio file, or raw PCM with ?pcm=")
+    return await asyncio.to_thread(_audio_item, body, request.query_params, codec.input_rate,
+                                   codec.channels)
 
 
 async def _read_body(request, limit: int) -> bytes:

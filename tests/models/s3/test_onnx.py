@@ -100,12 +100,12 @@ def test_the_lossless_merge_and_small_windows_as_the_torch_codec(s3_export, tmp_
     edited = tmp_path / "edited"
     shutil.copytree(folder, edited)
     manifest = json.loads((edited / "audiotok_onnx.json").read_text())
-    plan = replace(codec.windows, window=300, stride=260, trim=5, merge="lossless")
+    plan = replace(codec.feature_windows, window=300, stride=260, trim=5, merge="lossless")
     (edited / "audiotok_onnx.json").write_text(json.dumps(
         {**manifest, "feature_windows": plan.to_dict()}))
     ours = audiotok.load(edited)
     for merge in ("lossless", "trim"):
-        ours.feature_windows = codec.windows = replace(plan, merge=merge)
+        ours.feature_windows = codec.feature_windows = replace(plan, merge=merge)
         for n in (25760, 79000, 96160):  # 79000: a last window of 10 frames (3 tokens)
             w = reference.speech_like(n, seed=n).numpy()
             got, want = ours.encode(w, 16000), codec.encode(w, 16000)

@@ -294,39 +294,6 @@ def test_the_command_line_makes_voices_and_decodes_in_them(chatterbox_file, tmp_
     np.testing.assert_allclose(again, own[0, 0].numpy(), rtol=0, atol=SAME_MODEL)
 
 
-def test_the_server_refuses_decoding_without_a_voice_clearly(chatterbox_file):
-    """Requests do not carry voices yet: decode requests and decode streams answer 400 with the
-    reason; encoding is served as for the tokenizer alone."""
-    from fastapi.testclient import TestClient
-
-    from audiotok.server.app import ServerSettings, create_app
-    from audiotok.server.engine import Engine, EngineSettings
-
-    codec = audiotok.load(chatterbox_file[0])
-    engine = Engine({"s3": codec}, EngineSettings(max_streams=2))
-    try:
-        with TestClient(create_app(engine, ServerSettings(idle_timeout=5.0))) as c:
-            r = c.post("/v1/decode?model=s3", json={"tokens": [[1, 2, 3]]})
-            assert r.status_code == 400 and "decodes in a voice" in r.json()["error"]
-            with c.websocket_connect("/v1/stream/decode") as ws:
-                ws.send_json({"type": "start", "model": "s3"})
-                doc = ws.receive_json()
-                assert doc["type"] == "error" and "decodes in a voice" in doc["message"]
-            w = reference.speech_like(16000)
-            import io
-
-            import soundfile as sf
-
-            buf = io.BytesIO()
-            sf.write(buf, w.numpy(), 16000, format="WAV", subtype="FLOAT")
-            r = c.post("/v1/encode?model=s3", content=buf.getvalue(),
-                       headers={"content-type": "audio/wav"})
-            assert r.status_code == 200
-            assert r.json()["tokens"] == codec.encode(w[None], 16000).tokens[0].tolist()
-    finally:
-        engine.close()
-
-
 def test_the_token2wav_preset_through_a_hub_cache(tmp_path):
     """`s3-v2-token2wav` fetches CosyVoice2-0.5B's tokenizer, flow.pt and hift.pt (here from a
     local cache laid out as the hub's, offline)."""
@@ -391,7 +358,8 @@ def test_chatterbox_turbo_loads_its_tokenizer_alone(tmp_path):
 
 def test_the_server_keeps_voices_and_decodes_in_them(chatterbox_file):
     """A voice uploaded once (POST /v1/voices), then decode requests that name it: the
-    library's audio for the same voice; the limits, and bad requests answered with the reason."""
+    library's audio for the same voice; encoding as the library's; the limits, and bad requests
+    (no voice, an unknown one, a stream) answered with the reason."""
     import io
 
     import soundfile as sf
@@ -417,6 +385,9 @@ def test_the_server_keeps_voices_and_decodes_in_them(chatterbox_file):
             assert r.status_code == 200, r.text
             made = r.json()
             assert made["prompt_tokens"] == 50 and made["seconds"] == 2.0
+            r = c.post("/v1/encode?model=s3", content=wav(1, 5))
+            want_tokens = codec.encode(reference.speech_like(16000, seed=5)[None], 16000).tokens
+            assert r.status_code == 200 and r.json()["tokens"] == want_tokens[0].tolist()
             assert c.get("/v1/voices").json()["voices"] == [made]
             tokens = torch.randint(0, 6561, (1, 12), generator=torch.Generator().manual_seed(4))
             r = c.post(f"/v1/decode?model=s3&voice={made['voice']}&format=npz",
@@ -436,6 +407,10 @@ def test_the_server_keeps_voices_and_decodes_in_them(chatterbox_file):
             assert r.status_code == 404 and "unknown voice" in r.json()["error"]
             r = c.post("/v1/decode?model=s3", json={"tokens": [[1, 2, 3]]})
             assert r.status_code == 400 and "decodes in a voice" in r.json()["error"]
+            with c.websocket_connect("/v1/stream/decode") as ws:  # (no streams of it yet)
+                ws.send_json({"type": "start", "model": "s3"})
+                doc = ws.receive_json()
+                assert doc["type"] == "error" and "decodes in a voice" in doc["message"]
             assert c.delete("/v1/voices/nope").status_code == 404
             # a model that decodes without a voice takes none
             r = c.post("/v1/voices?model=s2", content=wav(1, 2))

@@ -27,7 +27,8 @@ class S3Codec(Codec):
     Each item's log-mel is its own (the front end normalises by the utterance's maximum); an
     item of N samples gives ceil((N // 160) / 2) tokens at 50 Hz, ceil((N // 160) / 4) at
     25 Hz; inputs of 200 samples or fewer are refused. Over 30 s the encoder runs in 30 s
-    windows every 26 s, merged as `merge` says (windows.py; the plan is `self.windows`). Items
+    windows every 26 s, merged as `merge` says (windows.py; the plan: `self.feature_windows`).
+    Items
     of one length run as a batch; each other length on its own, so an item's codes never
     depend on its neighbours.
 
@@ -37,7 +38,8 @@ class S3Codec(Codec):
     one, decode() raises."""
 
     family = FAMILY
-    frame_rule = f"hop:{HOP}"  # inputs up to 30 s; num_frames counts the windows' merge too
+    frame_rule = f"hop:{HOP}"  # (num_frames counts feature_windows' merge beyond 30 s)
+    min_samples = N_FFT // 2 + 1  # (the STFT's reflect padding needs more than 200)
     # no streams: the encoder attends to its whole window (up to 30 s)
     streaming = StreamSpec(decode=None)
     decode_refusal = ("these S3 weights have no token-to-audio decoder: S3 tokens become audio "
@@ -51,7 +53,7 @@ class S3Codec(Codec):
             raise AudiotokError(f"merge must be one of {', '.join(MERGES)}, got {merge!r}")
         cfg: S3Config = model.config
         self.merge = merge
-        self.windows = feature_windows(cfg, merge)
+        self.feature_windows = feature_windows(cfg, merge)
         self.sample_rate = SAMPLE_RATE
         self.samples_per_frame = cfg.samples_per_token
         self.num_codebooks = 1
@@ -85,26 +87,17 @@ class S3Codec(Codec):
                                 "steps": t2w.flow.steps, "makes_voices": t2w.speaker_encoder}
         return out
 
-    def num_frames(self, num_samples: int) -> int:
-        return self.windows.tokens(num_samples // HOP)
-
-    def check_whole_frame(self, num_samples: int, hint: str = "") -> None:
-        if num_samples <= N_FFT // 2:  # (the STFT's reflect padding needs more)
-            raise AudiotokError(f"{num_samples} samples is too short for the S3 tokenizer: it "
-                                f"needs more than {N_FFT // 2} samples at {SAMPLE_RATE} Hz")
-
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
         """Tokens [1, T_i] per item: each item's log-mel, its windows, the windows of one
         length as a batch, then each item's windows merged."""
-        for it in items:
-            self.check_whole_frame(it.samples.numel())
         mels = [log_mel(it.samples.reshape(-1).to(self.device)) for it in items]
-        jobs = [(i, s, e) for i, m in enumerate(mels) for s, e in self.windows.spans(m.shape[-1])]
+        plan = self.feature_windows
+        jobs = [(i, s, e) for i, m in enumerate(mels) for s, e in plan.spans(m.shape[-1])]
         codes = self.encode_windows([mels[i][:, s:e] for i, s, e in jobs])
         out = []
         for i, m in enumerate(mels):
             mine = [c for (j, _, _), c in zip(jobs, codes, strict=True) if j == i]
-            out.append(merged(mine, m.shape[-1], self.windows)[None].cpu())
+            out.append(merged(mine, m.shape[-1], plan)[None].cpu())
         return out
 
     def encode_windows(self, mels: list[torch.Tensor]) -> list[torch.Tensor]:
@@ -178,6 +171,6 @@ class S3Codec(Codec):
         if len(at16) != 1:
             raise AudiotokError(f"a voice is made from one prompt, got {len(at16)} items")
         speech = at16[0].samples.reshape(-1)
-        tokens = self._encode_items(at16)[0][0]
+        tokens = self.encode(speech, SAMPLE_RATE).tokens[0, 0]  # (one item: no padding)
         return self.decoder.make_voice(tokens, speech.to(self.device),
                                        at24[0].samples.reshape(-1).to(self.device))

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from ...errors import AudioError
+from ...nn.tracing import exporting
 from .config import HOP, SAMPLE_RATE
 
 N_FFT = 400
@@ -50,37 +51,39 @@ def mel_filters(n_mels: int = 128, sample_rate: int = SAMPLE_RATE, n_fft: int = 
 
 
 def log_mel(audio: torch.Tensor, n_mels: int = 128) -> torch.Tensor:
-    """[n_mels, N // 160] log-mel of one utterance (N samples at 16 kHz, float32): a centred
-    400-point STFT every 160 samples (reflect padding; the last frame dropped), power through
-    mel_filters, log10 floored at 1e-10 and at 8 below the utterance's maximum, then
-    (x + 4) / 4. The maximum is the whole utterance's: compute each item on its own."""
-    if audio.numel() <= N_FFT // 2:
-        raise AudioError(f"{audio.numel()} samples is too short for the S3 tokenizer's front end "
-                         f"(it needs more than {N_FFT // 2} samples at {SAMPLE_RATE} Hz)")
-    window = torch.hann_window(N_FFT, device=audio.device)
-    stft = torch.stft(audio.float(), N_FFT, HOP, window=window, return_complex=True)
-    power = stft[..., :-1].abs() ** 2
-    mel = mel_filters(n_mels).to(audio.device) @ power
+    """[n_mels, N // 160] log-mel of one utterance [N] at 16 kHz (float32), or [B, n_mels,
+    N // 160] of utterances of one length [B, 1, N]: a centred 400-point STFT every 160
+    samples (reflect padding; the last frame dropped), power through mel_filters, log10
+    floored at 1e-10 and at 8 below the utterance's maximum (each item's own), then
+    (x + 4) / 4. Traced for export, the STFT is float64 real DFT matrix products (no complex
+    tensors), |X|^2 rounded as torch rounds it from a complex64 spectrum."""
+    if audio.shape[-1] <= N_FFT // 2:
+        raise AudioError(f"{audio.shape[-1]} samples is too short for the S3 tokenizer's front "
+                         f"end (it needs more than {N_FFT // 2} samples at {SAMPLE_RATE} Hz)")
+    x = audio.float().reshape(-1, audio.shape[-1])
+    power = _power_dft(x) if exporting() else _power(x)  # [B, 201, F]
+    mel = mel_filters(n_mels).to(x.device) @ power
     log = torch.clamp(mel, min=1e-10).log10()
-    log = torch.maximum(log, log.max() - 8.0)
-    return (log + 4.0) / 4.0
+    log = torch.maximum(log, log.amax(dim=(1, 2), keepdim=True) - 8.0)
+    out = (log + 4.0) / 4.0
+    return out if audio.dim() == 3 else out[0]
 
 
-def log_mel_batch(audio: torch.Tensor, n_mels: int = 128) -> torch.Tensor:
-    """[B, n_mels, N // 160] log-mel of utterances of one length N (audio [B, 1, N]), each
-    normalised by its own maximum: log_mel's arithmetic, with the STFT as float64 real DFT
-    matrix products (no complex tensors; what the exported features graph computes) and
-    |X|^2 rounded as torch rounds it from a complex64 spectrum."""
-    x = F.pad(audio.float(), (N_FFT // 2, N_FFT // 2), mode="reflect")[:, 0]
-    window = torch.hann_window(N_FFT, device=audio.device)
-    frames = (x.unfold(-1, N_FFT, HOP)[:, :-1] * window).double()  # [B, F, 400]
-    k = torch.arange(N_FFT // 2 + 1, dtype=torch.float64, device=audio.device)[None, :]
-    n = torch.arange(N_FFT, dtype=torch.float64, device=audio.device)[:, None]
+def _power(x: torch.Tensor) -> torch.Tensor:
+    """|STFT|^2 [B, 201, F] of x [B, N] (torch's FFT, as the references)."""
+    window = torch.hann_window(N_FFT, device=x.device)
+    stft = torch.stft(x, N_FFT, HOP, window=window, return_complex=True)
+    return stft[..., :-1].abs() ** 2
+
+
+def _power_dft(x: torch.Tensor) -> torch.Tensor:
+    """_power with the DFT as float64 matrix products, the magnitude rounded as complex64's."""
+    padded = F.pad(x[:, None], (N_FFT // 2, N_FFT // 2), mode="reflect")[:, 0]
+    window = torch.hann_window(N_FFT, device=x.device)
+    frames = (padded.unfold(-1, N_FFT, HOP)[:, :-1] * window).double()  # [B, F, 400]
+    k = torch.arange(N_FFT // 2 + 1, dtype=torch.float64, device=x.device)[None, :]
+    n = torch.arange(N_FFT, dtype=torch.float64, device=x.device)[:, None]
     angle = 2 * math.pi * ((n * k) % N_FFT) / N_FFT  # [400, 201]
     real, imag = (frames @ angle.cos()).float(), (frames @ angle.sin()).float()
     magnitude = (real.double() ** 2 + imag.double() ** 2).sqrt().float()
-    power = (magnitude**2).transpose(1, 2)  # [B, 201, F]
-    mel = mel_filters(n_mels).to(audio.device) @ power
-    log = torch.clamp(mel, min=1e-10).log10()
-    log = torch.maximum(log, log.amax(dim=(1, 2), keepdim=True) - 8.0)
-    return (log + 4.0) / 4.0
+    return (magnitude**2).transpose(1, 2)

@@ -14,7 +14,7 @@ from torch import nn
 
 from ...export.onnx import MAX_FRAMES, Call, export_graph
 from .config import HOP, WINDOW_FRAMES
-from .mel import N_FFT, log_mel_batch
+from .mel import N_FFT, log_mel
 from .model import S3Model
 
 
@@ -35,7 +35,7 @@ def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
     samples = torch.export.Dim("samples", min=N_FFT // 2 + 1, max=MAX_FRAMES * HOP)
     frames = torch.export.Dim("frames", min=2, max=WINDOW_FRAMES)
     audio = torch.randn(2, 1, 37 * HOP + 59) * 0.1
-    mel = log_mel_batch(audio)
+    mel = log_mel(audio)  # (the DFT form: export_onnx traces in graph_export())
 
     def encode(m, x):
         lengths = torch.full((x.shape[0],), x.shape[-1], device=x.device)
@@ -43,7 +43,7 @@ def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
 
     graphs = {
         "features": export_graph(
-            Call(model, lambda m, a: log_mel_batch(a, m.config.n_mels)), (audio,),
+            Call(model, lambda m, a: log_mel(a, m.config.n_mels)), (audio,),
             tmp / "features.onnx", ["audio"], ["features"], {"audio": {0: batch, 2: samples}},
             facts),
         "encoder": export_graph(
@@ -51,8 +51,7 @@ def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
             {"features": {0: batch, 2: frames}}, facts),
     }
     extra = {"graphs": graphs, "encode_graphs": ["features", "encoder"],
-             "encode_input": "samples", "frame_axes": {"features": 2},
-             "feature_windows": codec.windows.to_dict(), "min_samples": N_FFT // 2 + 1}
+             "encode_input": "samples", "frame_axes": {"features": 2}}
     if codec.decoder is not None:  # (the token-to-audio model is not exported)
         extra["decode_refusal"] = ("this ONNX export holds the S3 tokenizer only: decode with "
                                    "the torch codec (its token-to-audio model and a voice)")
