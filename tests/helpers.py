@@ -132,16 +132,17 @@ def served_client(codecs: dict):
         engine.close(timeout=10)
 
 
-def ws_stream_decode(client, model: str, tokens: np.ndarray, pushes) -> tuple[dict, np.ndarray,
-                                                                           dict]:
+def ws_stream_decode(client, model: str, tokens: np.ndarray, pushes, **start
+                     ) -> tuple[dict, np.ndarray, dict]:
     """Tokens [K, T] sent over /v1/stream/decode as binary pushes of `pushes` frames each (f32le
-    out): (the ready message, the audio, the done message)."""
+    out; `start`: more of the start message): (the ready message, the audio, the done
+    message)."""
     import json
 
     from audiotok.server.protocol import tokens_to_binary
 
     with client.websocket_connect("/v1/stream/decode") as ws:
-        ws.send_json({"type": "start", "model": model, "sample_format": "f32le"})
+        ws.send_json({"type": "start", "model": model, "sample_format": "f32le", **start})
         ready = ws.receive_json()
         sent = 0
         for n in pushes:

@@ -4,6 +4,12 @@ noise, interleaved in one process; the flow and the vocoder timed apart, medians
 largest difference of the audio.
 
     python benchmarks/codecs/s3_token2wav.py --seconds 10 --prompt 3 --threads 2 --repeats 3
+    python benchmarks/codecs/s3_token2wav.py --stream --seconds 10 --prompt 3 --repeats 1
+
+--stream: CosyVoice 2's chunk-aware stream instead, all tokens known at the start (the
+reference's `token2wav` calls of its tts(stream=True) loop, without the loop's 0.1 s polls,
+against audiotok's stream_decoder pushed the same tokens): each chunk's compute time (the
+first one is the stream's first audio), and the largest difference of each chunk's audio.
 
 The reference runs as CosyVoice2Model.token2wav runs offline: flow.inference (batch 1, the
 conditioned and unconditioned rows of each of the 10 Euler steps as one batch of 2), then
@@ -31,6 +37,7 @@ from tests.models.s3 import t2w_reference as t2w  # noqa: E402
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--prompt", type=float, default=3.0, help="seconds of voice prompt")
+    p.add_argument("--stream", action="store_true", help="time the chunk-aware stream")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     from audiotok.models.s3.token2wav.config import COSYVOICE2
@@ -73,6 +80,8 @@ def main() -> None:
         audio = ours.hift(mel, HiftNoise.draw(ours.hift.config, 1, mel.shape[-1], gen))
         return audio[0, 0], t1 - t0, time.perf_counter() - t1
 
+    if args.stream:
+        return stream(args, flow, hift, ours, cfg, voice, tokens)
     runs = {"cosyvoice2": reference, "audiotok": audiotok_run}
     times = {k: ([], []) for k in runs}
     out = {}
@@ -102,6 +111,69 @@ def main() -> None:
                                              "seconds": args.seconds, "prompt": args.prompt,
                                              "threads": args.threads,
                                              "repeats": args.repeats}}, indent=1))
+
+
+def stream(args, flow, hift, ours, cfg, voice, tokens) -> None:
+    """Chunk by chunk: the reference's token2wav calls and audiotok's pushes, interleaved."""
+    from cosyvoice.cli.model import CosyVoice2Model
+
+    from audiotok.models.s3.token2wav.stream import ChunkStream
+    from audiotok.nn.kernels.cpu import this_cpu
+
+    ref = CosyVoice2Model(None, flow, hift)
+    n, p = tokens.shape[1], voice.tokens.numel()
+    hops, at = [], 0
+    while True:  # the reference's schedule (hop 25, the first padded to a chunk boundary)
+        hop = 25 + (-p) % 25 if at == 0 else 25
+        if n - at < hop + 3:
+            break
+        hops.append(hop)
+        at += hop
+    rows = []
+    with torch.inference_mode():
+        for _ in range(args.repeats):
+            ref.hift_cache_dict["b"] = None
+            torch.manual_seed(0)
+            mine = ChunkStream(ours, voice, 0, None, "cpu")
+            offset, times = 0, []
+            for i in range(len(hops) + 1):
+                last = i == len(hops)
+                end = n if last else offset + hops[i] + 3
+                t0 = time.perf_counter()
+                want = ref.token2wav(token=tokens[:, :end], prompt_token=voice.tokens[None],
+                                     prompt_feat=voice.mel[None],
+                                     embedding=voice.embedding[None], token_offset=offset,
+                                     uuid="b", stream=not last, finalize=last)[0]
+                t1 = time.perf_counter()
+                x = tokens[None, :, offset + (3 if i else 0): end]
+                got = mine.push(x)
+                if last:
+                    assert got.shape[-1] == 0  # (fewer than a chunk's tokens left)
+                    got = mine.finish()
+                t2 = time.perf_counter()
+                times.append((t1 - t0, t2 - t1, float((got[0, 0] - want).abs().max()),
+                              got.shape[-1]))
+                offset += 0 if last else hops[i]
+            rows.append(times)
+    cpu = this_cpu().describe()
+    print(f"S3 token-to-audio stream, released sizes (random weights), {args.seconds:g} s of "
+          f"tokens, {args.prompt:g} s prompt, float32, {args.threads} threads, median of "
+          f"{args.repeats}; {cpu}")
+    print("| chunk | tokens in | samples out | CosyVoice 2 (s) | audiotok (s) | max abs diff |")
+    print("|---|---|---|---|---|---|")
+    table, seen = [], 0
+    for i in range(len(hops) + 1):
+        ref_s = statistics.median(r[i][0] for r in rows)
+        ours_s = statistics.median(r[i][1] for r in rows)
+        diff, samples = rows[-1][i][2], rows[-1][i][3]
+        seen = n if i == len(hops) else sum(hops[: i + 1]) + 3
+        table.append({"chunk": i, "tokens_in": seen, "samples": samples, "reference_s": ref_s,
+                      "audiotok_s": ours_s, "max_abs_diff": diff})
+        print(f"| {i} | {seen} | {samples} | {ref_s:.2f} | {ours_s:.2f} | {diff:.1e} |")
+    if args.json:
+        args.json.write_text(json.dumps({"cpu": cpu, "chunks": table, "args": {
+            "seconds": args.seconds, "prompt": args.prompt, "threads": args.threads,
+            "repeats": args.repeats}}, indent=1))
 
 
 if __name__ == "__main__":

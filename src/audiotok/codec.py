@@ -377,17 +377,22 @@ class Codec(FrameMath):
 
     # -- streaming ---------------------------------------------------------------------------
     def stream_decoder(self, batch_size: int = 1, *, clamp: bool = False,
-                       window: tuple[int, int] | None = None):
+                       window: tuple[int, int] | None = None, **options):
         """Incremental decoder: `with codec.stream_decoder(B) as dec: pcm = dec.push(tokens)`
         (streaming/library.py). The output equals the offline decode for every exact stream
         (StreamSpec: "layers", "steps", "segments", exact windows). `window`: (left, lookahead)
         frames of context of a windowed stream instead (a codec that offers windows); fewer
         lookahead frames give audio sooner, no longer exactly the offline decode. For codes
-        that carry segment scales, `dec.push(tokens, scales)` takes them too."""
+        that carry segment scales, `dec.push(tokens, scales)` takes them too. options: what a
+        codec that decodes in a voice (decode_conditioning) takes, as decode() does (voice=,
+        seed=)."""
         from .streaming import WINDOWS, no_stream
         from .streaming.library import StreamDecoder
         from .streaming.windows import check_window, library_window
 
+        if options and not self.decode_conditioning:
+            raise AudiotokError(f"{self.title} decodes from its codes alone: stream_decoder() "
+                                f"takes no {', '.join(sorted(options))}")
         spec = self.streaming
         if window is None and (spec.decode is None or
                                (spec.decode == WINDOWS and not spec.window.exact)):
@@ -395,7 +400,7 @@ class Codec(FrameMath):
         if window is not None or spec.decode == WINDOWS:
             window = library_window(self, window)
             check_window(self, window)
-        return StreamDecoder(self, batch_size, clamp, window)
+        return StreamDecoder(self, batch_size, clamp, window, options)
 
     def stream_encoder(self, batch_size: int = 1):
         """Incremental encoder: `with codec.stream_encoder(B) as enc: tokens = enc.push(audio)`;
@@ -422,9 +427,10 @@ class Codec(FrameMath):
         EncoderStream over its layers' steps)."""
         raise NotImplementedError
 
-    def segment_stream(self, direction: str):
-        """A "segments" codec's new stream of `direction`: push(...) -> what became final,
-        finish() -> the rest, copy(); an encoder's `scales` (see streaming/segments.py)."""
+    def segment_stream(self, direction: str, **conditioning):
+        """A "segments" or "chunks" codec's new stream of `direction`: push(...) -> what became
+        final, finish() -> the rest, copy(); an encoder's `scales` (see streaming/segments.py).
+        conditioning: what a stream decoder decodes with (decode_conditioning)."""
         raise NotImplementedError
 
     # -- saving ------------------------------------------------------------------------------

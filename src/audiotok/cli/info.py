@@ -53,6 +53,7 @@ STREAM_KINDS = {
     "steps": "exact, stateful (library and server)",
     "windows": "windowed (server)",
     "segments": "exact, segment by segment (library and server)",
+    "chunks": "the reference's chunks (library and server)",
     None: "none",
 }
 

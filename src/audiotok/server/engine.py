@@ -107,9 +107,11 @@ class Engine:
             self.worker.start()
 
     # -- streams -------------------------------------------------------------------------------
-    def open_decode_stream(self, model: str, *, clamp: bool = False) -> DecodeStream:
-        """A new decode stream (tokens in, audio out); EngineBusy when `max_streams` are open."""
-        return self._open(DecodeStream, model, clamp)
+    def open_decode_stream(self, model: str, *, clamp: bool = False,
+                           voice: str | None = None) -> DecodeStream:
+        """A new decode stream (tokens in, audio out); EngineBusy when `max_streams` are open.
+        voice: the id of a stored voice, for a model that decodes in one."""
+        return self._open(DecodeStream, model, clamp, voice)
 
     def open_encode_stream(self, model: str) -> EncodeStream:
         """A new encode stream (audio in, tokens out), for a codec that streams its encoder."""
@@ -122,23 +124,23 @@ class Engine:
                               f"({why}); send the whole audio to encode")
         return self._open(EncodeStream, model, False)
 
-    def _open(self, cls, model: str, clamp: bool) -> Stream:
+    def _open(self, cls, model: str, clamp: bool, voice: str | None = None) -> Stream:
         served = self._served(model)
+        conditioning = {}
         if cls.kind == "decode":
             _check_decodes(model, served.codec)
-            if served.codec.decode_conditioning:
-                raise EngineError(f"model {model!r} ({served.codec.title}) decodes in a voice, "
-                                  "and its decode streams are not served yet: send the whole "
-                                  "codes to /v1/decode with voice=ID")
+            conditioning = self.voices.conditioning(model, served.codec, voice)
         if cls.kind not in served.runners:
+            why = served.codec.stream_refusal(cls.kind)
             raise EngineError(f"model {model!r} ({served.codec.title}) cannot {cls.kind} a "
-                              "stream; send the whole input")
+                              f"stream{f' ({why})' if why else ''}; send the whole input")
         with self.cond:
             self._check_accepting()
             if len(served.streams) >= self.settings.max_streams:
                 raise EngineBusy(f"model {model!r} has {len(served.streams)} open streams "
                                  f"(max_streams {self.settings.max_streams}); try again later")
             s = cls(self, model, served.codec, next(self._ids), clamp=clamp)
+            s.conditioning = conditioning
             runner = served.runners[s.kind]
             # a warm-up step holding the last rows gives them back after that step (_warm_one),
             # and the rows of aborted streams come back at the next step: meanwhile, no row

@@ -47,7 +47,7 @@ class Runner:
 
     def admit(self, s: Stream) -> bool:
         """A row for a new stream; False when there is no room now."""
-        row = self.streamer.new()
+        row = self.streamer.new(**s.conditioning)
         if row is None:
             return False
         self.rows[s.id] = row

@@ -121,6 +121,7 @@ class Stream:
         self.held = 0  # input units (frames or samples) waiting for the engine
         self.waiting_since = 0.0  # when the oldest waiting input came
         self.pending: deque = deque()  # input chunks not yet run
+        self.conditioning: dict = {}  # what a decode stream decodes with (its voice)
 
     # -- the user's side -----------------------------------------------------------------------
     def finish(self) -> None:

@@ -11,7 +11,9 @@ A decode stream can take a language model's token ids instead ("ids": a scheme w
 follow one another and that needs no tokenizer, e.g. "orpheus"; "generic" with "ids_offset"):
 binary int32 LE ids in any count, {"type": "ids", "ids": [...]} or {"type": "text", "text":
 "<custom_token_...>..."} in any pieces; the scheme's end of speech ends the input like "end",
-and "done" says how many ids of an incomplete last frame were dropped ("dropped_ids").
+and "done" says how many ids of an incomplete last frame were dropped ("dropped_ids"). A model
+that decodes in a voice (S3 token to audio) takes the id of a stored voice in the start
+message ("voice": ID, from POST /v1/voices).
 
 The encode stream is the same with audio in (binary PCM at "sample_rate", any rate) and token
 messages out ("token_format": "json" or "binary"). A codec of C > 1 channels ("channels" in
@@ -35,7 +37,7 @@ import numpy as np
 
 from ..errors import AudiotokError
 from ..export.llm import IdReader, TokenIdError, scheme_for
-from .errors import EngineBusy, StreamClosed
+from .errors import EngineBusy, HTTPError, StreamClosed
 from .protocol import (
     check_sample_format,
     ids_from_binary,
@@ -176,7 +178,13 @@ class DecodeSession:
             raise Close(1007, "clamp must be true or false")
         self.codec, self.sample_format = codec, sample_format
         self.ids = _id_reader(start, codec)
-        self.stream = engine.open_decode_stream(name, clamp=clamp)
+        voice = start.get("voice")
+        if voice is not None and not isinstance(voice, str):
+            raise Close(1007, "voice must be a voice id (a string)")
+        try:
+            self.stream = engine.open_decode_stream(name, clamp=clamp, voice=voice)
+        except HTTPError as e:  # an unknown voice
+            raise Close(1007, str(e)) from None
         self.facts = {"stream": self.stream.id,
                       "decode": engine.models[name].runners["decode"].mode}
         if self.ids is not None:

@@ -5,7 +5,7 @@ by the codec's StreamSpec (spec.py):
 - layers.py: causal codecs, every layer carrying its own state (slots.py, graphs.py);
 - steps.py: decoders of bounded reach, every layer a step that outputs what is final;
 - windows.py: windows of frames re-decoded with context;
-- segments.py: whole segments with their scales.
+- segments.py: whole segments with their scales, or a family's own chunks.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..errors import AudiotokError
-from .spec import LAYERS, SEGMENTS, STEPS, WINDOWS, StreamSpec, Window
+from .spec import CHUNKS, LAYERS, SEGMENTS, STEPS, WINDOWS, StreamSpec, Window
 
 if TYPE_CHECKING:
     from .base import Streamer
 
-__all__ = ["LAYERS", "SEGMENTS", "STEPS", "WINDOWS", "StreamSpec", "Streamer", "TokenChunk",
-           "Window", "open_streamer"]
+__all__ = ["CHUNKS", "LAYERS", "SEGMENTS", "STEPS", "WINDOWS", "StreamSpec", "Streamer",
+           "TokenChunk", "Window", "open_streamer"]
 
 
 def __getattr__(name: str):  # torch loads with the streamers, not with the specs
@@ -55,7 +55,7 @@ def open_streamer(codec, direction: str, *, window: Window | None = None, capaci
         return StepStreamer(codec, direction)
     from .segments import SegmentStreamer
 
-    return SegmentStreamer(codec, direction)
+    return SegmentStreamer(codec, direction, mode="chunked" if kind == CHUNKS else "segments")
 
 
 def no_stream(codec, direction: str) -> str:

@@ -3,7 +3,8 @@ direction, and the library's stream_decoder()/stream_encoder() and the server's 
 drive it.
 
     streamer = open_streamer(codec, "decode")    # by the codec's StreamSpec
-    row = streamer.new(rows)                      # admit a stream of `rows` rows (its state)
+    row = streamer.new(rows)                      # admit a stream of `rows` rows (its state;
+                                                  # a voice too: new(rows, voice=v))
     n = streamer.take(row, waiting, ending)       # input units a step runs now (None: not yet)
     outs = streamer.step([row, ...], [x, ...], [ending, ...])   # rows together where possible
     streamer.free(row)                            # evict: its state goes
@@ -49,8 +50,10 @@ class Streamer:
         """What `waiting` counts: "frame" (decode) or "sample" (encode)."""
         return "frame" if self.direction == "decode" else "sample"
 
-    def new(self, rows: int = 1):
-        """A new stream's state for `rows` rows (None: no room now; see `room`)."""
+    def new(self, rows: int = 1, **conditioning):
+        """A new stream's state for `rows` rows (None: no room now; see `room`); conditioning:
+        what the codec decodes with (Codec.decode_conditioning, e.g. a voice), for the
+        streamers of codecs that take it."""
         raise NotImplementedError
 
     def room(self) -> int | None:

@@ -31,9 +31,11 @@ class _Stream:
 
     direction = ""
 
-    def __init__(self, codec, batch_size: int, window: Window | None = None):
+    def __init__(self, codec, batch_size: int, window: Window | None = None,
+                 options: dict | None = None):
         _check_batch_size(batch_size)
         self.codec, self.batch_size, self.window = codec, batch_size, window
+        self.options = options or {}
         self.streamer = None
         self.row = None
         self.done = False
@@ -41,7 +43,12 @@ class _Stream:
     def __enter__(self):
         self.streamer = open_streamer(self.codec, self.direction, window=self.window,
                                       capacity=self.batch_size)
-        self.row = self.streamer.new(self.batch_size)
+        try:
+            self.row = self.streamer.new(self.batch_size, **self.options)
+        except BaseException:
+            self.streamer.close()
+            self.streamer = None
+            raise
         self.done = False
         return self
 
@@ -73,8 +80,8 @@ class StreamDecoder(_Stream):
     direction = "decode"
 
     def __init__(self, codec, batch_size: int = 1, clamp: bool = False,
-                 window: Window | None = None):
-        super().__init__(codec, batch_size, window)
+                 window: Window | None = None, options: dict | None = None):
+        super().__init__(codec, batch_size, window, options)
         self.clamp = clamp
         self.frames = 0
 

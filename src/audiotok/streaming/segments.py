@@ -1,7 +1,9 @@
 """Streams of a codec that works in whole segments, each with a scale ("segments", codes that
-carry scales): a segment is encoded or decoded whole once its input (and, decoding, its scale)
-is in, so each row runs alone (two rows rarely complete a segment in one step). A step advances
-a copy of each row's stream, kept once every row has run."""
+carry scales), or in a family's own chunks ("chunks"): a segment or chunk is encoded or decoded
+whole once its input (and, decoding, its scale) is in, so each row runs alone (two rows rarely
+complete one in the same step). A step advances a copy of each row's stream, kept once every
+row has run. The family's stream object (Codec.segment_stream) does the work: push(...) -> what
+became final, finish() -> the rest, copy()."""
 
 from __future__ import annotations
 
@@ -20,16 +22,15 @@ class SegmentRow:
 
 
 class SegmentStreamer(Streamer):
-    mode = "segments"
     paced = False
     whole_frames = False
 
-    def __init__(self, codec, direction: str):
+    def __init__(self, codec, direction: str, mode: str = "segments"):
         super().__init__(codec)
-        self.direction = direction
+        self.direction, self.mode = direction, mode
 
-    def new(self, rows: int = 1) -> SegmentRow:
-        return SegmentRow(rows, self.codec.segment_stream(self.direction))
+    def new(self, rows: int = 1, **conditioning) -> SegmentRow:
+        return SegmentRow(rows, self.codec.segment_stream(self.direction, **conditioning))
 
     def take(self, row: SegmentRow, waiting: int, ending: bool, scales: int = 0) -> int | None:
         if row.ended:
@@ -67,6 +68,11 @@ class SegmentStreamer(Streamer):
         got = row.inner.scales
         return torch.zeros(row.rows, 0) if got is None else \
             got.float().cpu().expand(row.rows, -1)
+
+    def warm_shapes(self, rows: int, max_frames: int) -> list[tuple[int, int]]:
+        """A segment codec warms one segment; a chunk stream (which decodes in a voice that
+        only its streams bring) warms nothing."""
+        return [] if self.mode == "chunked" else [(1, 1)]
 
     def warm_rows(self, rows: list, frames: int) -> None:
         """One whole segment of silence, to its end."""

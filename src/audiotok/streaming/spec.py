@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYERS, STEPS, WINDOWS, SEGMENTS = "layers", "steps", "windows", "segments"
+LAYERS, STEPS, WINDOWS, SEGMENTS, CHUNKS = "layers", "steps", "windows", "segments", "chunks"
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class StreamSpec:
     - "windows" (decode): windows of frames re-decoded with context on both sides (`window`);
       exact where the decoder reaches no farther than the window's context;
     - "segments": whole segments, each with its own scale (codes that carry scales);
+    - "chunks" (decode): the family's own chunk schedule (Codec.segment_stream), as its
+      reference streams; not the offline decode (the family's page says how it differs);
     - None: no stream in that direction (encode and decode whole inputs).
 
     window: the windows of "windows" decoding, or those a "steps" decoder also offers (for a
@@ -57,7 +59,7 @@ class StreamSpec:
     long_window: Window | None = None
 
     def __post_init__(self):
-        if self.decode not in (LAYERS, STEPS, WINDOWS, SEGMENTS, None):
+        if self.decode not in (LAYERS, STEPS, WINDOWS, SEGMENTS, CHUNKS, None):
             raise ValueError(f"decode stream kind {self.decode!r}")
         if self.encode not in (LAYERS, STEPS, SEGMENTS, None):
             raise ValueError(f"encode stream kind {self.encode!r}")

@@ -398,6 +398,14 @@ def test_the_server_keeps_voices_and_decodes_in_them(chatterbox_file):
             want = codec.decode(tokens[None], voice=voice)[0, 0].numpy()
             assert got.shape == want.shape == (960 * 12,)
             np.testing.assert_allclose(got, want, rtol=0, atol=SAME_MODEL)
+            # streams: a voice needed, a known one, and weights whose noise holds still
+            for start, why in (({}, "decodes in a voice"), ({"voice": "nope"}, "unknown voice"),
+                               ({"voice": made["voice"]}, "draw their flow noise")):
+                with c.websocket_connect("/v1/stream/decode") as ws:
+                    ws.send_json({"type": "start", "model": "s3", **start})
+                    doc = ws.receive_json()
+                    assert doc["type"] == "error" and why in doc["message"], doc
+                    assert doc["code"] == 1007
             # the limits: one voice kept (429), 3 s of prompt (413); bad requests (4xx)
             assert c.post("/v1/voices?model=s3", content=wav(1, 2)).status_code == 429
             assert c.delete(f"/v1/voices/{made['voice']}").json() == {"deleted": made["voice"]}
@@ -407,10 +415,6 @@ def test_the_server_keeps_voices_and_decodes_in_them(chatterbox_file):
             assert r.status_code == 404 and "unknown voice" in r.json()["error"]
             r = c.post("/v1/decode?model=s3", json={"tokens": [[1, 2, 3]]})
             assert r.status_code == 400 and "decodes in a voice" in r.json()["error"]
-            with c.websocket_connect("/v1/stream/decode") as ws:  # (no streams of it yet)
-                ws.send_json({"type": "start", "model": "s3"})
-                doc = ws.receive_json()
-                assert doc["type"] == "error" and "decodes in a voice" in doc["message"]
             assert c.delete("/v1/voices/nope").status_code == 404
             # a model that decodes without a voice takes none
             r = c.post("/v1/voices?model=s2", content=wav(1, 2))
@@ -420,3 +424,44 @@ def test_the_server_keeps_voices_and_decodes_in_them(chatterbox_file):
             assert c.get("/healthz").json() == {"status": "ok"}
     finally:
         engine.close(timeout=5)
+
+
+def test_the_server_streams_in_a_stored_voice(chatterbox_file):
+    """A WebSocket decode stream that names a stored voice: the library's stream in that voice
+    (CosyVoice 2's chunks), tokens sent in pieces; "ready" says the stream kind."""
+    import io
+    from dataclasses import replace
+
+    import soundfile as sf
+
+    from tests.helpers import served_client, ws_stream_decode
+
+    codec = audiotok.load(chatterbox_file[0])
+    codec.decoder.config = replace(codec.decoder.config, noise="fixed")  # (streams need it)
+    prompt = reference.speech_like(24000, seed=1)
+    buf = io.BytesIO()
+    sf.write(buf, prompt.numpy(), 16000, format="WAV", subtype="FLOAT")
+    tokens = torch.randint(0, 6561, (1, 70), generator=torch.Generator().manual_seed(2))
+    with served_client({"s3": codec}) as c:
+        made = c.post("/v1/voices?model=s3", content=buf.getvalue()).json()
+        ready, got, done = ws_stream_decode(c, "s3", tokens.numpy(), (30, 1, 33, 6),
+                                            voice=made["voice"])
+    assert ready["decode"] == "chunked" and done["frames"] == 70, (ready, done)
+    with codec.stream_decoder(voice=codec.make_voice(prompt, 16000)) as dec:
+        want = torch.cat([dec.push(tokens[None]), dec.flush()], -1)[0, 0].numpy()
+    assert got.shape == want.shape == (960 * 70,)
+    np.testing.assert_allclose(got, want, rtol=0, atol=SAME_MODEL)
+
+
+def test_a_reconstruction_speaks_in_the_inputs_first_10_s(chatterbox_file):
+    """own_conditioning (reconstruct, eval): the voice of the input's first 10 s, as Chatterbox
+    cuts its decoder's prompt, not of the whole input."""
+    codec = audiotok.load(chatterbox_file[0])
+    audio = reference.speech_like(16000 * 12, seed=3)
+    got = codec.own_conditioning(audio.numpy(), 16000)["voice"]
+    want = codec.make_voice(audio[: 16000 * 10], 16000)
+    assert got.tokens.numel() == 250 and torch.equal(got.tokens, want.tokens)
+    torch.testing.assert_close(got.embedding, want.embedding, rtol=0, atol=SAME_MODEL)
+    # (the 24 kHz copy was resampled with the 2 s after it: its last frames see them)
+    assert got.mel.shape == want.mel.shape == (500, 80)
+    torch.testing.assert_close(got.mel[:-3], want.mel[:-3], rtol=0, atol=SAME_MODEL)

@@ -1,4 +1,5 @@
-"""S3Codec: the S3 tokenizer behind the common Codec API (encode only)."""
+"""S3Codec: the S3 tokenizer behind the common Codec API, and token to audio where the
+weights carry a decoder (token2wav/)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from ...audio import AudioItem
 from ...checkpoint import build_model
 from ...codec import Codec, by_length
 from ...errors import AudiotokError
-from ...streaming.spec import StreamSpec
+from ...streaming.spec import CHUNKS, StreamSpec
 from . import FAMILY
 from .config import HOP, SAMPLE_RATE, S3Config
 from .mel import N_FFT, log_mel
@@ -19,6 +20,8 @@ from .token2wav.config import MEL_HOP, TOKEN_MEL_RATIO
 from .token2wav.config import SAMPLE_RATE as T2W_RATE
 from .weights import checkpoint_file, load_checkpoint
 from .windows import MERGES, feature_windows, merged
+
+PROMPT_SECONDS = 10.0  # of an input, the voice its reconstruction speaks in
 
 
 class S3Codec(Codec):
@@ -40,8 +43,9 @@ class S3Codec(Codec):
     family = FAMILY
     frame_rule = f"hop:{HOP}"  # (num_frames counts feature_windows' merge beyond 30 s)
     min_samples = N_FFT // 2 + 1  # (the STFT's reflect padding needs more than 200)
-    # no streams: the encoder attends to its whole window (up to 30 s)
-    streaming = StreamSpec(decode=None)
+    # no encode stream: the encoder attends to its whole window (up to 30 s); token-to-audio
+    # streams in CosyVoice 2's chunks (token2wav/stream.py)
+    streaming = StreamSpec(decode=CHUNKS)
     decode_refusal = ("these S3 weights have no token-to-audio decoder: S3 tokens become audio "
                       "through a flow-matching model conditioned on a voice; load v2 weights "
                       "that have one (CosyVoice2-0.5B's folder with flow.pt and hift.pt, "
@@ -121,22 +125,12 @@ class S3Codec(Codec):
         item trimmed to its length and zero beyond. `seed` (an int, or one per item): the noise
         each item draws (see token2wav/model.py); `steps`: Euler steps (default 10).
         frame_offsets: taken for the contract's sake, unused (the noise is the item's own)."""
-        from .token2wav.voice import Voice
-
-        if self.decoder is None:
-            raise AudiotokError(self.decode_refusal)
-        if voice is None:
-            raise AudiotokError("decoding S3 tokens needs a voice: make one from prompt speech "
-                                "with codec.make_voice(audio) (or `audiotok voice PROMPT -o "
-                                "NAME.voice`) and pass voice=")
-        voice = voice if isinstance(voice, Voice) else self.load_voice(voice)
+        voice = self._voice(voice, steps)
         tokens, lengths, num_samples = self._check_codes(codes, clamp)
         b = tokens.shape[0]
         seeds = [seed] * b if isinstance(seed, int) else [int(s) for s in seed]
         if len(seeds) != b:
             raise AudiotokError(f"seed: one int, or one per item ({b}), got {len(seeds)}")
-        if steps is not None and (not isinstance(steps, int) or steps < 1):
-            raise AudiotokError(f"steps must be a positive integer, got {steps!r}")
         extra = 2 * voice.tokens.numel() - voice.mel.shape[0]  # frames a short prompt mel adds
         out = (lengths * TOKEN_MEL_RATIO + extra) * MEL_HOP
         if num_samples is not None:
@@ -151,6 +145,36 @@ class S3Codec(Codec):
             audio[i, :, n:] = 0
         return audio
 
+    def _voice(self, voice, steps):
+        """decode()'s voice, loaded, and its steps checked."""
+        from .token2wav.voice import Voice
+
+        if self.decoder is None:
+            raise AudiotokError(self.decode_refusal)
+        if voice is None:
+            raise AudiotokError("decoding S3 tokens needs a voice: make one from prompt speech "
+                                "with codec.make_voice(audio) (or `audiotok voice PROMPT -o "
+                                "NAME.voice`) and pass voice=")
+        if steps is not None and (not isinstance(steps, int) or steps < 1):
+            raise AudiotokError(f"steps must be a positive integer, got {steps!r}")
+        return voice if isinstance(voice, Voice) else self.load_voice(voice)
+
+    def stream_refusal(self, direction: str) -> str | None:
+        if direction != "decode" or self.decode_refusal is not None:
+            return None if direction != "decode" else self.decode_refusal
+        if self.decoder.config.noise != "fixed":
+            return ("these weights draw their flow noise per call (Chatterbox's S3Gen), which a "
+                    "chunk stream cannot hold fixed; decode whole token sequences")
+        return None
+
+    def segment_stream(self, direction: str, *, voice=None, seed=0, steps: int | None = None):
+        """A token-to-audio stream in CosyVoice 2's chunks (token2wav/stream.py): audio for
+        each 25 tokens once the 3 after them are in, spoken in `voice`; seed and steps as
+        decode() takes them."""
+        from .token2wav.stream import ChunkStream
+
+        return ChunkStream(self.decoder, self._voice(voice, steps), seed, steps, self.device)
+
     def load_voice(self, path):
         from .token2wav.voice import Voice
 
@@ -158,10 +182,12 @@ class S3Codec(Codec):
             raise AudiotokError(self.decode_refusal)
         return Voice.load(path)
 
-    def make_voice(self, audio, sample_rate: int | None = None):
+    def make_voice(self, audio, sample_rate: int | None = None,
+                   max_seconds: float | None = None):
         """A Voice from prompt speech (a path, bytes or an array at `sample_rate`): its S3 tokens
         and speaker embedding at 16 kHz, its mel at 24 kHz (resampled from the input's rate);
-        tokens and mel cut to the shorter, as CosyVoice 2 cuts its prompt."""
+        tokens and mel cut to the shorter, as CosyVoice 2 cuts its prompt. max_seconds: only
+        the prompt's first seconds."""
         from ...audio import to_items
 
         if self.decoder is None:
@@ -171,6 +197,14 @@ class S3Codec(Codec):
         if len(at16) != 1:
             raise AudiotokError(f"a voice is made from one prompt, got {len(at16)} items")
         speech = at16[0].samples.reshape(-1)
+        speech24 = at24[0].samples.reshape(-1)
+        if max_seconds is not None:
+            speech = speech[: int(max_seconds * SAMPLE_RATE)]
+            speech24 = speech24[: int(max_seconds * T2W_RATE)]
         tokens = self.encode(speech, SAMPLE_RATE).tokens[0, 0]  # (one item: no padding)
-        return self.decoder.make_voice(tokens, speech.to(self.device),
-                                       at24[0].samples.reshape(-1).to(self.device))
+        return self.decoder.make_voice(tokens, speech.to(self.device), speech24.to(self.device))
+
+    def own_conditioning(self, audio, sample_rate: int | None = None) -> dict:
+        """A reconstruction's voice: the input's first 10 s (Chatterbox's DEC_COND_LEN), so
+        that a long input is not encoded twice whole nor its flow run over twice its length."""
+        return {"voice": self.make_voice(audio, sample_rate, max_seconds=PROMPT_SECONDS)}

@@ -23,6 +23,7 @@ class FlowConfig:
     blocks: int = 6  # encoder layers before upsampling (4 after, fixed)
     up_blocks: int = 4
     lookahead: int = 3  # tokens the pre-lookahead convolution sees ahead
+    chunk: int = 25  # tokens per attention chunk in the streaming mode (static_chunk_size)
     unet_channels: int = 256
     unet_blocks: int = 4  # transformer blocks per U-Net stage
     unet_mid: int = 12  # middle stages

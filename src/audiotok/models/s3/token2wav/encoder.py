@@ -111,7 +111,8 @@ class LinearEmbed(nn.Module):
 
 class PreLookahead(nn.Module):
     """x + conv3(pad_left 2(leaky_relu(conv(lookahead + 1)(pad_right lookahead(x))))): each
-    frame sees `lookahead` frames ahead (zeros past the end, or `context` frames)."""
+    frame sees `lookahead` frames ahead (zeros past the end, or the `context` frames that
+    follow)."""
 
     def __init__(self, width: int, lookahead: int):
         super().__init__()
@@ -119,9 +120,11 @@ class PreLookahead(nn.Module):
         self.conv1 = nn.Conv1d(width, width, lookahead + 1)
         self.conv2 = nn.Conv1d(width, width, 3)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x [B, T, C] (zero past each item's end) -> [B, T, C]."""
-        h = F.pad(x.transpose(1, 2), (0, self.lookahead))
+    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
+        """x [B, T, C] (zero past each item's end), context [B, lookahead, C] or None (zeros)
+        -> [B, T, C]."""
+        h = x if context is None else torch.cat([x, context], 1)
+        h = F.pad(h.transpose(1, 2), (0, x.shape[1] + self.lookahead - h.shape[1]))
         h = F.pad(F.leaky_relu(self.conv1(h)), (2, 0))
         return self.conv2(h).transpose(1, 2) + x
 
@@ -151,23 +154,36 @@ class UpsampleConformerEncoder(nn.Module):
         self.up_encoders = nn.ModuleList(ConformerLayer(cfg) for _ in range(cfg.up_blocks))
         self.after_norm = nn.LayerNorm(cfg.width, eps=1e-5)
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        """Embedded tokens x [B, L, 512] (zero past each length) -> [B, 2L, 512]."""
+    def forward(self, x: torch.Tensor, lengths: torch.Tensor, chunk: int = 0,
+                context: torch.Tensor | None = None) -> torch.Tensor:
+        """Embedded tokens x [B, L, 512] (zero past each length) -> [B, 2L, 512]. chunk > 0:
+        CosyVoice 2's streaming mode, attention within chunks of `chunk` tokens and those
+        before (2 chunk frames after upsampling); context: the embedded tokens that follow x
+        ([B, lookahead, 512], a stream's), seen by the pre-lookahead convolution only."""
         keep = _keep(lengths, x.shape[1])
         x = self.embed(x) * keep.transpose(1, 2)  # (past an item's end: zeros, as alone)
-        x = self.pre_lookahead_layer(x)
+        x = self.pre_lookahead_layer(x, None if context is None else self.embed(context))
         pos = relative_positions(x.shape[1], x.shape[-1], x.device).to(x.dtype)
         for layer in self.encoders:
-            x = layer(x, pos, keep)
+            x = layer(x, pos, chunked(keep, chunk))
         x = self.up_layer(x.transpose(1, 2)).transpose(1, 2)
         keep = _keep(2 * lengths, x.shape[1])
         x = self.up_embed(x)
         pos = relative_positions(x.shape[1], x.shape[-1], x.device).to(x.dtype)
         for layer in self.up_encoders:
-            x = layer(x, pos, keep)
+            x = layer(x, pos, chunked(keep, 2 * chunk))
         return self.after_norm(x)
 
 
 def _keep(lengths: torch.Tensor, width: int) -> torch.Tensor:
     """[B, 1, width] True inside each item."""
     return (torch.arange(width, device=lengths.device)[None] < lengths[:, None])[:, None]
+
+
+def chunked(keep: torch.Tensor, chunk: int) -> torch.Tensor:
+    """keep [B, 1, T] -> [B, T, T]: query i may attend key j inside the item and in i's chunk
+    of `chunk` frames or before it (chunk 0: keep as it is, every key)."""
+    if not chunk:
+        return keep
+    i = torch.arange(keep.shape[-1], device=keep.device)
+    return keep & (i[None, :] < (i[:, None] // chunk + 1) * chunk)[None]

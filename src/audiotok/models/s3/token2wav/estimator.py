@@ -4,7 +4,8 @@ Input [x, mu, speaker, cond] stacked on channels (4 x 80) with the time t -> vel
 [B, 80, T]. One level: a down stage (resnet, transformer blocks, causal convolution), middle
 stages (resnet, transformer blocks), an up stage on [x, skip] and a final causal block and
 projection. Every convolution looks only left (2 frames for kernel 3); attention is
-bidirectional over the item's frames (padded keys masked). Names are the reference's
+bidirectional over the item's frames (padded keys masked), or, in CosyVoice 2's streaming mode,
+within chunks of frames and those before. Names are the reference's
 (`flow.decoder.estimator.*`)."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from torch import nn
 
 from ....nn.linear import Linear
 from .config import N_MELS, FlowConfig
+from .encoder import chunked
 
 
 def time_embedding(t: torch.Tensor, dim: int, scale: float = 1000.0) -> torch.Tensor:
@@ -80,7 +82,7 @@ class Attention(nn.Module):
         self.to_out = nn.ModuleList([Linear(inner, dim)])
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
-        """x [B, T, C]; bias [B, 1, 1, T] (0 or -1e10 on padded keys)."""
+        """x [B, T, C]; bias [B, 1, 1 or T, T] (0, or -1e10 on keys a query may not see)."""
         b, t, _ = x.shape
 
         def heads(y):
@@ -169,12 +171,14 @@ class Estimator(nn.Module):
         self.final_proj = nn.Conv1d(c, N_MELS, 1)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor, mu: torch.Tensor, t: torch.Tensor,
-                spks: torch.Tensor, cond: torch.Tensor) -> torch.Tensor:
-        """x, mu, cond [B, 80, T]; mask [B, 1, T] (1.0 inside the item); t [B]; spks [B, 80]
-        -> velocity [B, 80, T]."""
+                spks: torch.Tensor, cond: torch.Tensor, chunk: int = 0) -> torch.Tensor:
+        """x, mu, cond [B, 80, T]; mask [B, 1, T] (1.0 inside the item); t [B]; spks [B, 80];
+        chunk > 0: attention within chunks of `chunk` frames and those before -> velocity
+        [B, 80, T]."""
         t_emb = self.time_mlp(time_embedding(t, self.dim_in).to(t.dtype))
         h = torch.cat([x, mu, spks[:, :, None].expand(-1, -1, x.shape[-1]), cond], 1)
-        bias = ((1.0 - mask) * -1.0e10)[:, None]  # [B, 1, 1, T]
+        keep = chunked(mask.bool(), chunk).to(mask.dtype)  # [B, 1 or T, T]
+        bias = ((1.0 - keep) * -1.0e10)[:, None]
         down = self.down_blocks[0]
         skip = down(h, mask, t_emb, bias)
         h = down[2](skip * mask)

@@ -36,9 +36,11 @@ class Sampler(nn.Module):
         self.cfg_rate = cfg.cfg_rate
 
     def forward(self, noise: torch.Tensor, mu: torch.Tensor, mask: torch.Tensor,
-                spks: torch.Tensor, cond: torch.Tensor, steps: int) -> torch.Tensor:
+                spks: torch.Tensor, cond: torch.Tensor, steps: int, chunk: int = 0
+                ) -> torch.Tensor:
         """noise, mu, cond [B, 80, T]; mask [B, 1, T]; spks [B, 80] -> mel [B, 80, T]. The
-        guided pair runs as rows of one estimator call: [conditioned; unconditioned]."""
+        guided pair runs as rows of one estimator call: [conditioned; unconditioned]. chunk:
+        the estimator's attention chunks (0: none)."""
         b = mu.shape[0]
         zero = torch.zeros_like
         mu2, spks2, cond2 = (torch.cat([y, zero(y)]) for y in (mu, spks, cond))
@@ -46,7 +48,8 @@ class Sampler(nn.Module):
         times = cosine_schedule(steps, mu.device).to(mu.dtype)
         x = noise
         for t, r in zip(times[:-1], times[1:], strict=True):
-            v = self.estimator(torch.cat([x, x]), mask2, mu2, t.expand(2 * b), spks2, cond2)
+            v = self.estimator(torch.cat([x, x]), mask2, mu2, t.expand(2 * b), spks2, cond2,
+                               chunk)
             v_cond, v_free = v[:b], v[b:]
             v = (1.0 + self.cfg_rate) * v_cond - self.cfg_rate * v_free
             x = x + (r - t) * v
@@ -65,14 +68,20 @@ class Flow(nn.Module):
 
     def forward(self, tokens: torch.Tensor, prompt_tokens: torch.Tensor,
                 prompt_mel: torch.Tensor, embedding: torch.Tensor, noise: torch.Tensor,
-                steps: int | None = None) -> torch.Tensor:
+                steps: int | None = None, streaming: bool = False,
+                context: torch.Tensor | None = None) -> torch.Tensor:
         """Items of one shape: tokens [B, T] (0..6560), prompt_tokens [B, P], prompt_mel
         [B, F, 80] (F = 2P for a voice made here), embedding [B, 192] (the x-vector, not
-        normalised), noise [B, 80, 2 (P + T)] -> mel [B, 80, 2 (P + T) - F]."""
+        normalised), noise [B, 80, 2 (P + T)] -> mel [B, 80, 2 (P + T) - F]. streaming:
+        CosyVoice 2's chunk-aware mode (attention in chunks of `config.chunk` tokens and those
+        before; what a stream computes); context: the `lookahead` tokens [B, 3] that follow
+        (a stream's, not yet spoken; zeros stand for them otherwise)."""
         spks = self.spk_embed_affine_layer(F.normalize(embedding, dim=1))
         tokens = torch.cat([prompt_tokens, tokens], 1)
         lengths = torch.full((tokens.shape[0],), tokens.shape[1], device=tokens.device)
-        h = self.encoder(self.input_embedding(tokens), lengths)
+        chunk = self.config.chunk if streaming else 0
+        h = self.encoder(self.input_embedding(tokens), lengths, chunk,
+                         None if context is None else self.input_embedding(context))
         mu = self.encoder_proj(h).transpose(1, 2)
         frames = mu.shape[-1]
         prompt = prompt_mel.shape[1]
@@ -80,7 +89,7 @@ class Flow(nn.Module):
         cond[:, :, :prompt] = prompt_mel.transpose(1, 2)
         mask = torch.ones(mu.shape[0], 1, frames, dtype=mu.dtype, device=mu.device)
         mel = self.decoder(noise[..., :frames].to(mu.dtype), mu, mask, spks, cond,
-                           steps or self.config.steps)
+                           steps or self.config.steps, TOKEN_MEL_RATIO * chunk)
         return mel[:, :, prompt:]
 
     def frames(self, tokens: int, prompt_tokens: int, prompt_frames: int) -> int:

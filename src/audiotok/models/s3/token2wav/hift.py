@@ -43,8 +43,9 @@ class HiftNoise:
     @classmethod
     def draw(cls, cfg: HiftConfig, batch: int, frames: int,
              generator: torch.Generator | None = None, device=None) -> HiftNoise:
-        """Draws as the reference's source draws them, in its order (the reference then draws
-        one more tensor, [B, 480 M, 1], which it does not use)."""
+        """Draws as the reference's source draws them, in its order, and then the one more
+        tensor it draws and does not use ([B, 480 M, 1]), so that the generator's next draws
+        (a stream's next chunk) are the reference's too."""
         h, n = cfg.harmonics + 1, cfg.upsample * frames
         if cfg.sine == "sinegen":
             phase = torch.rand(batch, h, 1, generator=generator, device=device) * (2 * math.pi) \
@@ -57,6 +58,7 @@ class HiftNoise:
             # which torch fills element by element, not as a contiguous tensor
             noise = torch.empty(batch, h, n, device=device).transpose(1, 2)
             noise.normal_(generator=generator)
+        torch.randn(batch, n, 1, generator=generator, device=device)
         return cls(phase, noise)
 
     @classmethod

@@ -1,0 +1,130 @@
+"""CosyVoice 2's chunk-aware token-to-audio stream, as its reference runs it
+(`CosyVoice2Model.tts(stream=True)` of cosyvoice-minicpmo 0.1.0).
+
+Tokens come in; a chunk of `hop` = 25 tokens (the first one padded so that the prompt and it end
+on a chunk boundary) is spoken once the 3 tokens after it are in. Each chunk runs the flow in
+its streaming mode over the prompt and every token so far (the 3 following tokens as the
+pre-lookahead's context) and keeps the new chunk's mel; the vocoder runs on that mel after the
+previous chunk's last 8 mel frames, with the previous chunk's last 3840 excitation samples in
+place of its own first ones, cross-fades its first 3840 samples with the previous chunk's
+withheld tail (the two halves of a 7680-point Hamming window) and withholds its own last 3840
+samples. The stream's end runs the flow offline (no chunks) over all tokens, as the reference's
+last call does, and withholds nothing.
+
+The audio is the reference stream's: not the offline decode (its flow sees every token; a
+chunk's flow sees its chunk and those before), and not the offline vocoder on the streamed mel
+(the cross-fades). The vocoder's draws come from the stream's seed, chunk by chunk, in the
+reference's order."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ....errors import AudiotokError
+from .config import TOKEN_MEL_RATIO
+from .hift import HiftNoise
+from .voice import Voice
+
+MEL_CACHE = 8  # mel frames each vocoder call repeats from the chunk before
+SOURCE_CACHE = MEL_CACHE * 480  # excitation samples carried over, and samples cross-faded
+
+
+class ChunkStream:
+    """One stream of B rows (tokens of one length, one voice; row b draws from seeds[b], or
+    every row from one int seed): push(tokens [B, 1, t]) -> audio [B, 1, n] now final;
+    finish() -> the rest."""
+
+    def __init__(self, model, voice: Voice, seed: int | list[int], steps: int | None, device):
+        self.model, self.voice, self.steps, self.device = model, voice, steps, device
+        self.seed = seed
+        self.generators: list[torch.Generator] = []  # one per row, at the first push
+        self.tokens = torch.zeros(0, 0, dtype=torch.long)
+        self.offset = 0  # tokens spoken so far
+        hop = model.flow.config.chunk
+        self.hop, self.lookahead = hop, model.flow.config.lookahead
+        prompt = voice.tokens.numel()
+        self.first_hop = hop + math.ceil(prompt / hop) * hop - prompt
+        self.cache: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+        self.done = False
+
+    def copy(self) -> ChunkStream:
+        new = object.__new__(ChunkStream)
+        new.__dict__.update(self.__dict__)
+        new.generators = [torch.Generator().set_state(g.get_state()) for g in self.generators]
+        return new
+
+    def push(self, tokens: torch.Tensor, scales=None) -> torch.Tensor:
+        """tokens [B, 1, t] -> audio [B, 1, n] of the chunks they complete."""
+        if not self.generators:
+            b = tokens.shape[0]
+            seeds = [self.seed] * b if isinstance(self.seed, int) else list(self.seed)
+            if len(seeds) != b:
+                raise AudiotokError(f"seed: one int, or one per row ({b}), got {len(seeds)}")
+            self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
+            self.tokens = torch.zeros(b, 0, dtype=torch.long)
+        self.tokens = torch.cat([self.tokens, tokens[:, 0].cpu().long()], 1)
+        out = []
+        while True:
+            hop = self.first_hop if self.offset == 0 else self.hop
+            if self.tokens.shape[1] - self.offset < hop + self.lookahead:
+                break
+            out.append(self._chunk(self.offset + hop, False))
+            self.offset += hop
+        return torch.cat(out, -1) if out else self._empty()
+
+    def finish(self) -> torch.Tensor:
+        """The audio of the tokens not yet spoken (the offline flow over all tokens)."""
+        if self.done:
+            return self._empty()
+        self.done = True
+        if self.tokens.shape[-1] == 0:
+            return self._empty()
+        return self._chunk(self.tokens.shape[1], True)
+
+    def _empty(self) -> torch.Tensor:
+        return torch.zeros(max(1, len(self.generators)), 1, 0)
+
+    def _chunk(self, end: int, last: bool) -> torch.Tensor:
+        """The audio of tokens offset..end (the reference's `token2wav`)."""
+        model, voice, b = self.model, self.voice, len(self.generators)
+        tokens = self.tokens[:, : end if last else end + self.lookahead].to(self.device)
+        context = None if last else tokens[:, end:]
+        frames = TOKEN_MEL_RATIO * (voice.tokens.numel() + end)
+        noise = model.noise(frames, None).expand(b, -1, -1).to(self.device)
+
+        def rows(x):
+            return x.to(self.device)[None].expand(b, *x.shape)
+
+        mel = model.flow(tokens[:, :end], rows(voice.tokens), rows(voice.mel.float()),
+                         rows(voice.embedding.float()), noise, self.steps, streaming=not last,
+                         context=context)
+        mel = mel[..., TOKEN_MEL_RATIO * self.offset:]
+        if self.cache is not None:
+            mel = torch.cat([self.cache[0], mel], -1)
+        draws = [HiftNoise.draw(model.hift.config, 1, mel.shape[-1], g) for g in self.generators]
+        source = model.hift.excitation(mel, HiftNoise(
+            torch.cat([d.phase for d in draws]).to(self.device),
+            torch.cat([d.noise for d in draws]).to(self.device)))
+        if self.cache is not None:
+            source[..., :SOURCE_CACHE] = self.cache[1]
+        audio = model.hift.generate(mel, source).float().cpu()
+        if self.cache is not None:
+            audio = _cross_fade(audio, self.cache[2])
+        if last:
+            return audio
+        self.cache = (mel[..., -MEL_CACHE:], source[..., -SOURCE_CACHE:],
+                      audio[..., -SOURCE_CACHE:])
+        return audio[..., :-SOURCE_CACHE]
+
+
+def _cross_fade(audio: torch.Tensor, tail: torch.Tensor) -> torch.Tensor:
+    """audio's first samples faded in over the previous chunk's withheld tail fading out (the
+    halves of a Hamming window, in float64 as the reference's numpy window makes them)."""
+    window = torch.from_numpy(np.hamming(2 * SOURCE_CACHE))
+    n = SOURCE_CACHE
+    out = audio.clone()
+    out[..., :n] = (audio[..., :n].double() * window[:n] + tail.double() * window[n:]).float()
+    return out

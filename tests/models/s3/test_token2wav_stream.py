@@ -1,0 +1,112 @@
+"""S3 token-to-audio streams (CosyVoice 2's chunk-aware mode) against the reference's own stream
+loop, `CosyVoice2Model.tts(stream=True)` of cosyvoice-minicpmo, on random weights with voiced
+F0: the chunked flow (streaming masks, the pre-lookahead's context tokens), the vocoder's mel,
+source and speech caches and its cross-fades, the offline last chunk, chunk for chunk within
+AUDIO_PARITY under the same seed; pushes of any size give the same audio; bad inputs refused."""
+
+import numpy as np
+import pytest
+import torch
+
+import audiotok
+from audiotok.errors import AudiotokError
+from tests.bounds import AUDIO_PARITY, SAME_MODEL
+from tests.models.s3 import reference
+from tests.models.s3 import t2w_reference as t2w
+from tests.models.s3.test_token2wav import _voice
+
+
+@pytest.fixture(scope="module")
+def cosyvoice(tmp_path_factory):
+    """(the reference's CosyVoice2Model over a flow and HiFT, audiotok's codec of the same
+    weights in CosyVoice 2's folder layout)."""
+    from tests.models.s3 import onnx_graphs
+
+    flow, hift = t2w.cosyvoice_flow(), t2w.cosyvoice_hift()
+    import cosyvoice.cli.model as cli
+
+    folder = tmp_path_factory.mktemp("cosyvoice2")
+    tokenizer = reference.reference_model("v2_25hz", small=True)
+    onnx_graphs.build(tokenizer.state_dict(), "v2_25hz", folder / "speech_tokenizer_v2.onnx")
+    torch.save(flow.state_dict(), folder / "flow.pt")
+    torch.save(hift.state_dict(), folder / "hift.pt")
+    return cli.CosyVoice2Model(None, flow, hift), audiotok.load(folder)
+
+
+def _reference_stream(model, tokens: list[int], voice, seed: int) -> list[np.ndarray]:
+    """The reference's chunks: its tts(stream=True) loop, the tokens all known at its start
+    (its LLM thread replaced by one that hands them over)."""
+
+    def llm_job(text, prompt_text, prompt_speech_token, embedding, uuid):
+        model.tts_speech_token_dict[uuid] = list(tokens)
+        model.llm_end_dict[uuid] = True
+
+    model.llm_job = llm_job
+    torch.manual_seed(seed)
+    with torch.inference_mode():
+        return [c["tts_speech"][0].numpy() for c in model.tts(
+            flow_embedding=voice.embedding[None], flow_prompt_speech_token=voice.tokens[None],
+            prompt_speech_feat=voice.mel[None], stream=True)]
+
+
+@pytest.mark.parametrize("p, t", [(25, 80), (6, 120)])
+def test_the_stream_equals_the_reference_loop(cosyvoice, p, t):
+    """A prompt on a chunk boundary (hops 25, 25, ...) and one that is not (the first hop padded
+    to 44): chunk for chunk the reference's audio; any pushes give the same."""
+    ref, codec = cosyvoice
+    voice = _voice(p)
+    tokens = torch.randint(0, 6561, (t,), generator=torch.Generator().manual_seed(t))
+    want = _reference_stream(ref, tokens.tolist(), voice, seed=4)
+    hops = [25 + (-p) % 25] + [25] * 10
+    chunks = []
+    with codec.stream_decoder(voice=voice, seed=4) as dec:
+        at = 0
+        for step in range(t):  # one token at a time
+            got = dec.push(tokens[None, None, step: step + 1])
+            if got.shape[-1]:
+                chunks.append(got[0, 0].numpy())
+                # a chunk is out as soon as its tokens and the 3 after them are in
+                assert step + 1 == sum(hops[: len(chunks)]) + 3
+            at = step + 1
+        chunks.append(dec.flush()[0, 0].numpy())
+    assert at == t and len(chunks) == len(want) >= 3
+    for i, (a, b) in enumerate(zip(chunks, want, strict=True)):
+        assert a.shape == b.shape, i
+        assert np.abs(a - b).max() <= AUDIO_PARITY, i
+    streamed = np.concatenate(chunks)
+    assert streamed.shape == (960 * t,) and np.abs(streamed).max() > 0.01
+    rng = np.random.default_rng(1)  # pushes of 1..40 tokens: the same audio
+    pieces, at = [], 0
+    with codec.stream_decoder(voice=voice, seed=4) as dec:
+        while at < t:
+            n = int(rng.integers(1, 41))
+            pieces.append(dec.push(tokens[None, None, at: at + n])[0, 0].numpy())
+            at += n
+        pieces.append(dec.flush()[0, 0].numpy())
+    assert np.abs(np.concatenate(pieces) - streamed).max() <= SAME_MODEL
+
+
+def test_stream_inputs_are_refused_clearly(cosyvoice, s2_codec, monkeypatch):
+    _, codec = cosyvoice
+    with pytest.raises(AudiotokError, match="needs a voice"):
+        with codec.stream_decoder():
+            pass
+    with pytest.raises(AudiotokError, match="steps"), codec.stream_decoder(voice=_voice(3),
+                                                                           steps=0):
+        pass
+    from audiotok.errors import CodesError
+
+    with codec.stream_decoder(voice=_voice(3)) as dec:
+        with pytest.raises(CodesError):
+            dec.push(torch.full((1, 1, 2), 6561))
+        assert dec.push(torch.zeros(1, 1, 4, dtype=torch.long)).shape == (1, 1, 0)
+        assert dec.flush().shape == (1, 1, 960 * 4)  # (the refused push left nothing behind)
+    with pytest.raises(AudiotokError, match="takes no voice"):
+        s2_codec.stream_decoder(voice=_voice(3))
+    from dataclasses import replace
+
+    # Chatterbox's S3Gen draws its flow noise per call: no chunk stream holds it fixed
+    monkeypatch.setattr(codec.decoder, "config", replace(codec.decoder.config, noise="drawn"))
+    with pytest.raises(AudiotokError, match="draw their flow noise"), \
+            codec.stream_decoder(voice=_voice(3)):
+        pass
