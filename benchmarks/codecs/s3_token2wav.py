@@ -8,8 +8,9 @@ largest difference of the audio.
 
 --stream: CosyVoice 2's chunk-aware stream instead, all tokens known at the start (the
 reference's `token2wav` calls of its tts(stream=True) loop, without the loop's 0.1 s polls,
-against audiotok's stream_decoder pushed the same tokens): each chunk's compute time (the
-first one is the stream's first audio), and the largest difference of each chunk's audio.
+against audiotok's stream pushed the same tokens, and its exact stream): each chunk's compute
+time (the first one is the stream's first audio), samples out, and the largest difference of
+each chunk's audio from the reference's.
 
 The reference runs as CosyVoice2Model.token2wav runs offline: flow.inference (batch 1, the
 conditioned and unconditioned rows of each of the 10 Euler steps as one batch of 2), then
@@ -135,6 +136,7 @@ def stream(args, flow, hift, ours, cfg, voice, tokens) -> None:
             ref.hift_cache_dict["b"] = None
             torch.manual_seed(0)
             mine = ChunkStream(ours, voice, 0, None, "cpu")
+            exact = ChunkStream(ours, voice, 0, None, "cpu", exact=True)
             offset, times = 0, []
             for i in range(len(hops) + 1):
                 last = i == len(hops)
@@ -151,25 +153,33 @@ def stream(args, flow, hift, ours, cfg, voice, tokens) -> None:
                     assert got.shape[-1] == 0  # (fewer than a chunk's tokens left)
                     got = mine.finish()
                 t2 = time.perf_counter()
+                exact_out = exact.push(x)
+                if last:
+                    exact_out = torch.cat([exact_out, exact.finish()], -1)
+                t3 = time.perf_counter()
                 times.append((t1 - t0, t2 - t1, float((got[0, 0] - want).abs().max()),
-                              got.shape[-1]))
+                              got.shape[-1], t3 - t2, exact_out.shape[-1]))
                 offset += 0 if last else hops[i]
             rows.append(times)
     cpu = this_cpu().describe()
     print(f"S3 token-to-audio stream, released sizes (random weights), {args.seconds:g} s of "
           f"tokens, {args.prompt:g} s prompt, float32, {args.threads} threads, median of "
           f"{args.repeats}; {cpu}")
-    print("| chunk | tokens in | samples out | CosyVoice 2 (s) | audiotok (s) | max abs diff |")
-    print("|---|---|---|---|---|---|")
+    print("| chunk | tokens in | samples out | CosyVoice 2 (s) | audiotok (s) | max abs diff | "
+          "exact (s) | exact samples out |")
+    print("|---|---|---|---|---|---|---|---|")
     table, seen = [], 0
     for i in range(len(hops) + 1):
         ref_s = statistics.median(r[i][0] for r in rows)
         ours_s = statistics.median(r[i][1] for r in rows)
-        diff, samples = rows[-1][i][2], rows[-1][i][3]
+        exact_s = statistics.median(r[i][4] for r in rows)
+        diff, samples, exact_samples = rows[-1][i][2], rows[-1][i][3], rows[-1][i][5]
         seen = n if i == len(hops) else sum(hops[: i + 1]) + 3
         table.append({"chunk": i, "tokens_in": seen, "samples": samples, "reference_s": ref_s,
-                      "audiotok_s": ours_s, "max_abs_diff": diff})
-        print(f"| {i} | {seen} | {samples} | {ref_s:.2f} | {ours_s:.2f} | {diff:.1e} |")
+                      "audiotok_s": ours_s, "max_abs_diff": diff, "exact_s": exact_s,
+                      "exact_samples": exact_samples})
+        print(f"| {i} | {seen} | {samples} | {ref_s:.2f} | {ours_s:.2f} | {diff:.1e} | "
+              f"{exact_s:.2f} | {exact_samples} |")
     if args.json:
         args.json.write_text(json.dumps({"cpu": cpu, "chunks": table, "args": {
             "seconds": args.seconds, "prompt": args.prompt, "threads": args.threads,

@@ -107,11 +107,12 @@ class Engine:
             self.worker.start()
 
     # -- streams -------------------------------------------------------------------------------
-    def open_decode_stream(self, model: str, *, clamp: bool = False,
-                           voice: str | None = None) -> DecodeStream:
+    def open_decode_stream(self, model: str, *, clamp: bool = False, voice: str | None = None,
+                           exact: bool = False) -> DecodeStream:
         """A new decode stream (tokens in, audio out); EngineBusy when `max_streams` are open.
-        voice: the id of a stored voice, for a model that decodes in one."""
-        return self._open(DecodeStream, model, clamp, voice)
+        voice: the id of a stored voice, for a model that decodes in one; exact: such a
+        model's exact stream instead of its reference's (S3: decode(chunked=True)'s audio)."""
+        return self._open(DecodeStream, model, clamp, voice, exact)
 
     def open_encode_stream(self, model: str) -> EncodeStream:
         """A new encode stream (audio in, tokens out), for a codec that streams its encoder."""
@@ -124,12 +125,18 @@ class Engine:
                               f"({why}); send the whole audio to encode")
         return self._open(EncodeStream, model, False)
 
-    def _open(self, cls, model: str, clamp: bool, voice: str | None = None) -> Stream:
+    def _open(self, cls, model: str, clamp: bool, voice: str | None = None,
+              exact: bool = False) -> Stream:
         served = self._served(model)
         conditioning = {}
         if cls.kind == "decode":
             _check_decodes(model, served.codec)
             conditioning = self.voices.conditioning(model, served.codec, voice)
+            if exact:
+                if not conditioning:
+                    raise EngineError(f"model {model!r} ({served.codec.title}) has one kind of "
+                                      "decode stream: exact=true does not apply")
+                conditioning["exact"] = True
         if cls.kind not in served.runners:
             why = served.codec.stream_refusal(cls.kind)
             raise EngineError(f"model {model!r} ({served.codec.title}) cannot {cls.kind} a "

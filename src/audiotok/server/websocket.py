@@ -13,7 +13,7 @@ binary int32 LE ids in any count, {"type": "ids", "ids": [...]} or {"type": "tex
 "<custom_token_...>..."} in any pieces; the scheme's end of speech ends the input like "end",
 and "done" says how many ids of an incomplete last frame were dropped ("dropped_ids"). A model
 that decodes in a voice (S3 token to audio) takes the id of a stored voice in the start
-message ("voice": ID, from POST /v1/voices).
+message ("voice": ID, from POST /v1/voices), and "exact": true for its exact stream.
 
 The encode stream is the same with audio in (binary PCM at "sample_rate", any rate) and token
 messages out ("token_format": "json" or "binary"). A codec of C > 1 channels ("channels" in
@@ -178,11 +178,13 @@ class DecodeSession:
             raise Close(1007, "clamp must be true or false")
         self.codec, self.sample_format = codec, sample_format
         self.ids = _id_reader(start, codec)
-        voice = start.get("voice")
+        voice, exact = start.get("voice"), start.get("exact", False)
         if voice is not None and not isinstance(voice, str):
             raise Close(1007, "voice must be a voice id (a string)")
+        if not isinstance(exact, bool):
+            raise Close(1007, "exact must be true or false")
         try:
-            self.stream = engine.open_decode_stream(name, clamp=clamp, voice=voice)
+            self.stream = engine.open_decode_stream(name, clamp=clamp, voice=voice, exact=exact)
         except HTTPError as e:  # an unknown voice
             raise Close(1007, str(e)) from None
         self.facts = {"stream": self.stream.id,

@@ -36,3 +36,24 @@ def test_stop_ids_and_padding():
     assert step.from_ids([151696 + 3, 151696 + 6561 + 2, 151696 + 4]).tolist() == [[3, 4]]
     with pytest.raises(TokenIdError):
         step.from_ids([151000])  # a text id
+
+
+@pytest.mark.parametrize("name, ids, want", [
+    ("cosyvoice3", [6561, 5, 6, 6600, 7], [5, 6]),  # sos skipped, any id of 6561..6760 ends
+    ("chatterbox", [6561, 0, 6560, 6562], [0, 6560]),
+    ("cosyvoice2", [1, 2, 6563], [1, 2]),  # the fill token stops too
+])
+def test_ids_read_as_they_come(name, ids, want):
+    """A server's decode stream reads an LLM's ids one by one (IdReader): markers skipped, the
+    first stop ends the input; ids that are not speech refused; Step-Audio 2's padding, of no
+    bounded range, is not read that way."""
+    from audiotok.export.llm import IdReader
+
+    reader = IdReader(scheme_for(name, (6561,)))
+    got = [reader.feed_ids([i]) for i in ids[:-1]]
+    got.append(reader.feed_ids(ids[-1:]) if not reader.ended else np.zeros((1, 0), np.int64))
+    assert np.concatenate(got, 1).tolist() == [want] and reader.ended
+    with pytest.raises(TokenIdError, match="not an id of frame slot"):
+        IdReader(scheme_for(name, (6561,))).feed_ids([7000])
+    with pytest.raises(TokenIdError, match="one after"):
+        IdReader(scheme_for("step-audio2", (6561,)))

@@ -421,6 +421,10 @@ def test_the_server_keeps_voices_and_decodes_in_them(chatterbox_file):
             assert r.status_code == 400 and "without a voice" in r.json()["error"]
             r = c.post("/v1/decode?model=s2&voice=abc", json={"tokens": [[1]] * 10})
             assert r.status_code == 400 and "without a voice" in r.json()["error"]
+            with c.websocket_connect("/v1/stream/decode") as ws:
+                ws.send_json({"type": "start", "model": "s2", "exact": True})
+                doc = ws.receive_json()
+                assert doc["code"] == 1007 and "one kind of decode stream" in doc["message"]
             assert c.get("/healthz").json() == {"status": "ok"}
     finally:
         engine.close(timeout=5)
@@ -428,7 +432,8 @@ def test_the_server_keeps_voices_and_decodes_in_them(chatterbox_file):
 
 def test_the_server_streams_in_a_stored_voice(chatterbox_file):
     """A WebSocket decode stream that names a stored voice: the library's stream in that voice
-    (CosyVoice 2's chunks), tokens sent in pieces; "ready" says the stream kind."""
+    (CosyVoice 2's chunks), tokens sent in pieces, or Chatterbox's LLM ids; its exact stream;
+    "ready" says the stream kind."""
     import io
     from dataclasses import replace
 
@@ -437,7 +442,11 @@ def test_the_server_streams_in_a_stored_voice(chatterbox_file):
     from tests.helpers import served_client, ws_stream_decode
 
     codec = audiotok.load(chatterbox_file[0])
-    codec.decoder.config = replace(codec.decoder.config, noise="fixed")  # (streams need it)
+    # CosyVoice 2's conventions (the same layout; streams need its fixed noise, the exact one
+    # its SineGen2), with Chatterbox's speaker encoder, which makes the server's voices
+    hift = replace(codec.decoder.config.hift, sine="sinegen2")
+    codec.decoder.config = replace(codec.decoder.config, noise="fixed", fade_in=0, hift=hift)
+    codec.decoder.hift.config = codec.decoder.hift.m_source.cfg = hift
     prompt = reference.speech_like(24000, seed=1)
     buf = io.BytesIO()
     sf.write(buf, prompt.numpy(), 16000, format="WAV", subtype="FLOAT")
@@ -446,11 +455,37 @@ def test_the_server_streams_in_a_stored_voice(chatterbox_file):
         made = c.post("/v1/voices?model=s3", content=buf.getvalue()).json()
         ready, got, done = ws_stream_decode(c, "s3", tokens.numpy(), (30, 1, 33, 6),
                                             voice=made["voice"])
+        # what Chatterbox's T3 writes (start 6561, the codes, stop 6562), as ids and as text
+        ids = [6561, *tokens[0].tolist(), 6562]
+        with c.websocket_connect("/v1/stream/decode") as ws:
+            ws.send_json({"type": "start", "model": "s3", "voice": made["voice"],
+                          "ids": "chatterbox", "sample_format": "f32le"})
+            doc = ws.receive_json()
+            assert doc["type"] == "ready", doc
+            text = "".join(f"<|chatterbox_{i}|>" for i in ids[40:])
+            ws.send_json({"type": "ids", "ids": ids[:40]})
+            ws.send_json({"type": "text", "text": text[:50]})  # (a token split across pieces)
+            ws.send_json({"type": "text", "text": text[50:]})  # (the stop id ends the input)
+            pcm = []
+            while (msg := ws.receive()).get("bytes") is not None:
+                pcm.append(np.frombuffer(msg["bytes"], "<f4"))
+            assert '"done"' in msg["text"]
+        np.testing.assert_array_equal(np.concatenate(pcm), got)
+        _, exact, _ = ws_stream_decode(c, "s3", tokens.numpy(), (20, 50),
+                                       voice=made["voice"], exact=True)
+        with c.websocket_connect("/v1/stream/decode") as ws:
+            ws.send_json({"type": "start", "model": "s3", "voice": made["voice"],
+                          "exact": "yes"})
+            refused = ws.receive_json()
     assert ready["decode"] == "chunked" and done["frames"] == 70, (ready, done)
-    with codec.stream_decoder(voice=codec.make_voice(prompt, 16000)) as dec:
+    assert refused["type"] == "error" and "exact must be" in refused["message"]
+    voice = codec.make_voice(prompt, 16000)
+    with codec.stream_decoder(voice=voice) as dec:
         want = torch.cat([dec.push(tokens[None]), dec.flush()], -1)[0, 0].numpy()
     assert got.shape == want.shape == (960 * 70,)
     np.testing.assert_allclose(got, want, rtol=0, atol=SAME_MODEL)
+    want = codec.decode(tokens[None], voice=voice, chunked=True)[0, 0].numpy()
+    np.testing.assert_allclose(exact, want, rtol=0, atol=AUDIO_PARITY)
 
 
 def test_a_reconstruction_speaks_in_the_inputs_first_10_s(chatterbox_file):

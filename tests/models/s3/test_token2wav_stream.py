@@ -2,7 +2,9 @@
 loop, `CosyVoice2Model.tts(stream=True)` of cosyvoice-minicpmo, on random weights with voiced
 F0: the chunked flow (streaming masks, the pre-lookahead's context tokens), the vocoder's mel,
 source and speech caches and its cross-fades, the offline last chunk, chunk for chunk within
-AUDIO_PARITY under the same seed; pushes of any size give the same audio; bad inputs refused."""
+AUDIO_PARITY under the same seed; pushes of any size give the same audio. The exact stream
+against decode(chunked=True), and its vocoder pushed in pieces against one whole run (and the
+reference-mode vocoder on a short mel); bad inputs refused."""
 
 import numpy as np
 import pytest
@@ -10,6 +12,14 @@ import torch
 
 import audiotok
 from audiotok.errors import AudiotokError
+from audiotok.models.s3.token2wav.hift import HiftNoise
+from audiotok.models.s3.token2wav.vocoder_stream import (
+    F0_BLOCK,
+    F0_REACH,
+    NOISE_FRAMES,
+    REACH,
+    ExactVocoder,
+)
 from tests.bounds import AUDIO_PARITY, SAME_MODEL
 from tests.models.s3 import reference
 from tests.models.s3 import t2w_reference as t2w
@@ -49,7 +59,7 @@ def _reference_stream(model, tokens: list[int], voice, seed: int) -> list[np.nda
             prompt_speech_feat=voice.mel[None], stream=True)]
 
 
-@pytest.mark.parametrize("p, t", [(25, 80), (6, 120)])
+@pytest.mark.parametrize("p, t", [(25, 80), (6, 100)])
 def test_the_stream_equals_the_reference_loop(cosyvoice, p, t):
     """A prompt on a chunk boundary (hops 25, 25, ...) and one that is not (the first hop padded
     to 44): chunk for chunk the reference's audio; any pushes give the same."""
@@ -86,6 +96,63 @@ def test_the_stream_equals_the_reference_loop(cosyvoice, p, t):
     assert np.abs(np.concatenate(pieces) - streamed).max() <= SAME_MODEL
 
 
+@pytest.mark.parametrize("p, t", [(25, 80), (6, 120)])
+def test_the_exact_stream_equals_the_chunked_decode(cosyvoice, p, t):
+    """Tokens pushed one at a time: decode(chunked=True)'s audio; the first audio once the
+    first chunk's tokens and the 3 after them are in, less the frames the vocoder's reach holds
+    back (to the F0 block before its reach, then REACH + 1)."""
+    _, codec = cosyvoice
+    voice = _voice(p)
+    tokens = torch.randint(0, 6561, (1, 1, t), generator=torch.Generator().manual_seed(t))
+    want = codec.decode(tokens, voice=voice, seed=4, chunked=True)[0, 0].numpy()
+    hop = 25 + (-p) % 25
+    pieces, first = [], None
+    with codec.stream_decoder(voice=voice, seed=4, exact=True) as dec:
+        for step in range(t):
+            got = dec.push(tokens[..., step: step + 1])[0, 0].numpy()
+            if got.size and first is None:
+                first = (step + 1, got.size)
+            pieces.append(got)
+        pieces.append(dec.flush()[0, 0].numpy())
+    frames = (2 * hop - F0_REACH) // F0_BLOCK * F0_BLOCK - 1 - REACH
+    assert first == (hop + 3, 480 * frames)
+    got = np.concatenate(pieces)
+    assert got.shape == want.shape == (960 * t,)
+    assert np.abs(got - want).max() <= AUDIO_PARITY and np.abs(want).max() > 0.01
+    offline = codec.decode(tokens, voice=voice, seed=4)[0, 0].numpy()
+    assert np.abs(offline - want).max() > 1e-3  # (the chunk masks change the flow's mel)
+
+
+def test_the_vocoder_stream_equals_one_whole_run(cosyvoice):
+    """A mel pushed in pieces of 1..59 frames: the audio of one run over the whole mel (15 s,
+    F0 voiced); on a short mel also the reference-mode vocoder given the same noise (the two
+    differ by how each interpolates the phase to the audio rate: torch computes the weights
+    from a sample's index in float32)."""
+    _, codec = cosyvoice
+    hift = codec.decoder.hift
+    rng = np.random.default_rng(0)
+    for m in (750, 60):
+        mel = torch.randn(1, 80, m, generator=torch.Generator().manual_seed(m))
+        with torch.inference_mode():
+            whole = ExactVocoder(hift, [torch.Generator().manual_seed(3)]).push(mel, True)
+            vocoder, out, at = ExactVocoder(hift, [torch.Generator().manual_seed(3)]), [], 0
+            while at < m:
+                n = int(rng.integers(1, 60))
+                out.append(vocoder.push(mel[..., at: at + n], at + n >= m))
+                at += n
+        got = torch.cat(out, -1)
+        assert got.shape == whole.shape == (1, 1, 480 * m)
+        torch.testing.assert_close(got, whole, rtol=0, atol=SAME_MODEL)
+        assert vocoder.mel.shape[-1] <= 2 * REACH + 60  # (what no window reads is dropped)
+    g = torch.Generator().manual_seed(3)
+    blocks = [HiftNoise.draw(hift.config, 1, NOISE_FRAMES, g) for _ in range(2)]
+    noise = torch.cat([b.noise for b in blocks], 1)[:, : 480 * 60]
+    with torch.inference_mode():
+        ref = hift(mel, HiftNoise(blocks[0].phase, noise))
+    torch.testing.assert_close(whole, ref, rtol=0, atol=AUDIO_PARITY)
+    assert whole.abs().max() > 0.05
+
+
 def test_stream_inputs_are_refused_clearly(cosyvoice, s2_codec, monkeypatch):
     _, codec = cosyvoice
     with pytest.raises(AudiotokError, match="needs a voice"):
@@ -93,6 +160,9 @@ def test_stream_inputs_are_refused_clearly(cosyvoice, s2_codec, monkeypatch):
             pass
     with pytest.raises(AudiotokError, match="steps"), codec.stream_decoder(voice=_voice(3),
                                                                            steps=0):
+        pass
+    with pytest.raises(AudiotokError, match="exact must be"), \
+            codec.stream_decoder(voice=_voice(3), exact="yes"):
         pass
     from audiotok.errors import CodesError
 
@@ -109,4 +179,12 @@ def test_stream_inputs_are_refused_clearly(cosyvoice, s2_codec, monkeypatch):
     monkeypatch.setattr(codec.decoder, "config", replace(codec.decoder.config, noise="drawn"))
     with pytest.raises(AudiotokError, match="draw their flow noise"), \
             codec.stream_decoder(voice=_voice(3)):
+        pass
+    with pytest.raises(AudiotokError, match="draw their flow noise"):
+        codec.decode(torch.zeros(1, 1, 4, dtype=torch.long), voice=_voice(3), chunked=True)
+    monkeypatch.setattr(codec.decoder, "config", replace(codec.decoder.config, noise="fixed"))
+    monkeypatch.setattr(codec.decoder.hift, "config", replace(codec.decoder.hift.config,
+                                                              sine="sinegen"))
+    with pytest.raises(AudiotokError, match="SineGen2"), \
+            codec.stream_decoder(voice=_voice(3), exact=True):
         pass

@@ -119,13 +119,17 @@ class S3Codec(Codec):
 
     # -- token to audio ------------------------------------------------------------------------
     def decode(self, codes, *, voice=None, seed=0, steps: int | None = None,
-               clamp: bool = False, frame_offsets=None) -> torch.Tensor:
+               chunked: bool = False, clamp: bool = False, frame_offsets=None) -> torch.Tensor:
         """Audio float32 [B, 1, N] at 24 kHz of Codes or tokens [B, 1, T] / [1, T], spoken in
         `voice` (a Voice or a .voice file): 960 samples a token (for a voice made here), each
         item trimmed to its length and zero beyond. `seed` (an int, or one per item): the noise
-        each item draws (see token2wav/model.py); `steps`: Euler steps (default 10).
+        each item draws (see token2wav/model.py); `steps`: Euler steps (default 10). chunked:
+        CosyVoice 2's streaming mode run whole, what stream_decoder(exact=True) gives (the
+        flow's attention within 25-token chunks and those before; weights with fixed noise).
         frame_offsets: taken for the contract's sake, unused (the noise is the item's own)."""
         voice = self._voice(voice, steps)
+        if chunked:
+            self._check_exact()
         tokens, lengths, num_samples = self._check_codes(codes, clamp)
         b = tokens.shape[0]
         seeds = [seed] * b if isinstance(seed, int) else [int(s) for s in seed]
@@ -139,7 +143,7 @@ class S3Codec(Codec):
         with torch.inference_mode():
             for n, group in by_length(lengths.tolist()):
                 got = self.decoder(tokens[group, 0, :n].to(self.device), voice,
-                                   [seeds[i] for i in group], steps).float().cpu()
+                                   [seeds[i] for i in group], steps, chunked).float().cpu()
                 audio[group, :, : got.shape[-1]] = got
         for i, n in enumerate(out.tolist()):
             audio[i, :, n:] = 0
@@ -167,13 +171,28 @@ class S3Codec(Codec):
                     "chunk stream cannot hold fixed; decode whole token sequences")
         return None
 
-    def segment_stream(self, direction: str, *, voice=None, seed=0, steps: int | None = None):
+    def segment_stream(self, direction: str, *, voice=None, seed=0, steps: int | None = None,
+                       exact: bool = False):
         """A token-to-audio stream in CosyVoice 2's chunks (token2wav/stream.py): audio for
         each 25 tokens once the 3 after them are in, spoken in `voice`; seed and steps as
-        decode() takes them."""
+        decode() takes them. exact: decode(..., chunked=True)'s audio instead of the
+        reference stream's."""
         from .token2wav.stream import ChunkStream
 
-        return ChunkStream(self.decoder, self._voice(voice, steps), seed, steps, self.device)
+        if not isinstance(exact, bool):
+            raise AudiotokError(f"exact must be True or False, got {exact!r}")
+        if exact:
+            self._check_exact()
+        return ChunkStream(self.decoder, self._voice(voice, steps), seed, steps, self.device,
+                           exact)
+
+    def _check_exact(self) -> None:
+        """Refuse the exact stream and the chunked decode where they do not apply."""
+        if why := self.stream_refusal("decode"):
+            raise AudiotokError(why)
+        if self.decoder.hift.config.sine != "sinegen2":
+            raise AudiotokError("the exact stream and the chunked decode carry CosyVoice 2's "
+                                "excitation (SineGen2); these weights' vocoder is Chatterbox's")
 
     def load_voice(self, path):
         from .token2wav.voice import Voice

@@ -75,11 +75,32 @@ class _S3Ids:
         outside(a, self.OFFSET, self.OFFSET + self.SIZE, f"a {self.name} speech id")
         return (a - self.OFFSET)[None]
 
+    # read as they come (export.llm.IdReader: a server's decode stream of an LLM's ids)
+    @property
+    def ids_per_frame(self) -> int | None:
+        """1 (one code a frame); None where padding ids, of no bounded range, may come."""
+        return None if self.PADDING_FROM is not None else 1
+
+    def slot_ids(self, k: int) -> tuple[int, int]:
+        return self.OFFSET, self.OFFSET + self.SIZE
+
+    @property
+    def skip_ids(self) -> tuple[int, ...]:
+        return () if self.START is None else (self.START,)
+
+    @property
+    def end_ids(self) -> tuple[int, ...]:
+        return tuple(i for i in self.STOPS if i != self.START)
+
     def to_text(self, tokens) -> str:
         return "".join(f"<|{self.name}_{int(i)}|>" for i in self.sequence(tokens))
 
+    def text_ids(self, text: str) -> np.ndarray:
+        """The ids of a text form, not yet read as speech."""
+        return text_numbers(text, self.pattern, f"a <|{self.name}_i|> token")
+
     def from_text(self, text: str) -> np.ndarray:
-        return self.from_ids(text_numbers(text, self.pattern, f"a <|{self.name}_i|> token"))
+        return self.from_ids(self.text_ids(text))
 
 
 class CosyVoiceIds(_S3Ids):

@@ -20,6 +20,7 @@ from .campplus import CAMPPlus
 from .config import N_MELS, Token2WavConfig
 from .flow import Flow
 from .hift import HiFT, HiftNoise
+from .vocoder_stream import ExactVocoder
 from .voice import Voice
 
 FIXED_FRAMES = 15000  # CosyVoice 2's noise buffer: 300 s of mel, prompt included
@@ -56,10 +57,11 @@ class Token2Wav(nn.Module):
         return self._fixed[..., :frames]
 
     def forward(self, tokens: torch.Tensor, voice: Voice, seeds: list[int],
-                steps: int | None = None) -> torch.Tensor:
+                steps: int | None = None, chunked: bool = False) -> torch.Tensor:
         """tokens [B, T] (one length, 0..6560) spoken in `voice`, item b drawing its noise from
         seeds[b] -> audio [B, 1, 480 M], M = 2 (P + T) - F mel frames (2T for a voice made
-        here)."""
+        here). chunked: CosyVoice 2's streaming mode, whole (the flow's chunk masks, the
+        vocoder of vocoder_stream.py): what an exact stream gives."""
         b, device = tokens.shape[0], tokens.device
         generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
         prompt = voice.tokens.numel()
@@ -70,7 +72,9 @@ class Token2Wav(nn.Module):
             return x.to(device)[None].expand(b, *x.shape)
 
         mel = self.flow(tokens, rows(voice.tokens), rows(voice.mel.float()),
-                        rows(voice.embedding.float()), noise, steps)
+                        rows(voice.embedding.float()), noise, steps, streaming=chunked)
+        if chunked:
+            return ExactVocoder(self.hift, generators).push(mel, True)
         draws = [HiftNoise.draw(self.hift.config, 1, mel.shape[-1], g) for g in generators]
         excitation = HiftNoise(torch.cat([d.phase for d in draws]).to(device),
                                torch.cat([d.noise for d in draws]).to(device))

@@ -1,5 +1,5 @@
 """CosyVoice 2's chunk-aware token-to-audio stream, as its reference runs it
-(`CosyVoice2Model.tts(stream=True)` of cosyvoice-minicpmo 0.1.0).
+(`CosyVoice2Model.tts(stream=True)` of cosyvoice-minicpmo 0.1.0), or exactly.
 
 Tokens come in; a chunk of `hop` = 25 tokens (the first one padded so that the prompt and it end
 on a chunk boundary) is spoken once the 3 tokens after it are in. Each chunk runs the flow in
@@ -14,10 +14,17 @@ last call does, and withholds nothing.
 The audio is the reference stream's: not the offline decode (its flow sees every token; a
 chunk's flow sees its chunk and those before), and not the offline vocoder on the streamed mel
 (the cross-fades). The vocoder's draws come from the stream's seed, chunk by chunk, in the
-reference's order."""
+reference's order.
+
+exact=True: the same chunks of the flow, its last one in the streaming mode too (the chunk
+masks over all tokens, zeros after the last as the pre-lookahead's context), and the vocoder
+carried across chunks (vocoder_stream.py): the audio of decode(..., chunked=True), each
+sample once the vocoder's reach past it is in (REACH + F0_REACH + 1 = 18 mel frames, 360 ms,
+after the chunk's 3 tokens of lookahead)."""
 
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -26,6 +33,7 @@ import torch
 from ....errors import AudiotokError
 from .config import TOKEN_MEL_RATIO
 from .hift import HiftNoise
+from .vocoder_stream import ExactVocoder
 from .voice import Voice
 
 MEL_CACHE = 8  # mel frames each vocoder call repeats from the chunk before
@@ -37,9 +45,11 @@ class ChunkStream:
     every row from one int seed): push(tokens [B, 1, t]) -> audio [B, 1, n] now final;
     finish() -> the rest."""
 
-    def __init__(self, model, voice: Voice, seed: int | list[int], steps: int | None, device):
+    def __init__(self, model, voice: Voice, seed: int | list[int], steps: int | None, device,
+                 exact: bool = False):
         self.model, self.voice, self.steps, self.device = model, voice, steps, device
-        self.seed = seed
+        self.seed, self.exact = seed, exact
+        self.vocoder: ExactVocoder | None = None  # (exact: made at the first push)
         self.generators: list[torch.Generator] = []  # one per row, at the first push
         self.tokens = torch.zeros(0, 0, dtype=torch.long)
         self.offset = 0  # tokens spoken so far
@@ -54,6 +64,9 @@ class ChunkStream:
         new = object.__new__(ChunkStream)
         new.__dict__.update(self.__dict__)
         new.generators = [torch.Generator().set_state(g.get_state()) for g in self.generators]
+        if self.vocoder is not None:
+            new.vocoder = copy.copy(self.vocoder)
+            new.vocoder.generators = new.generators
         return new
 
     def push(self, tokens: torch.Tensor, scales=None) -> torch.Tensor:
@@ -65,6 +78,8 @@ class ChunkStream:
                 raise AudiotokError(f"seed: one int, or one per row ({b}), got {len(seeds)}")
             self.generators = [torch.Generator().manual_seed(int(s)) for s in seeds]
             self.tokens = torch.zeros(b, 0, dtype=torch.long)
+            if self.exact:
+                self.vocoder = ExactVocoder(self.model.hift, self.generators)
         self.tokens = torch.cat([self.tokens, tokens[:, 0].cpu().long()], 1)
         out = []
         while True:
@@ -76,7 +91,8 @@ class ChunkStream:
         return torch.cat(out, -1) if out else self._empty()
 
     def finish(self) -> torch.Tensor:
-        """The audio of the tokens not yet spoken (the offline flow over all tokens)."""
+        """The audio of the tokens not yet spoken (the flow over all tokens: offline, or in
+        the streaming mode for an exact stream)."""
         if self.done:
             return self._empty()
         self.done = True
@@ -88,7 +104,8 @@ class ChunkStream:
         return torch.zeros(max(1, len(self.generators)), 1, 0)
 
     def _chunk(self, end: int, last: bool) -> torch.Tensor:
-        """The audio of tokens offset..end (the reference's `token2wav`)."""
+        """The audio of tokens offset..end (the reference's `token2wav`; an exact stream's
+        vocoder gives the samples now final)."""
         model, voice, b = self.model, self.voice, len(self.generators)
         tokens = self.tokens[:, : end if last else end + self.lookahead].to(self.device)
         context = None if last else tokens[:, end:]
@@ -99,9 +116,16 @@ class ChunkStream:
             return x.to(self.device)[None].expand(b, *x.shape)
 
         mel = model.flow(tokens[:, :end], rows(voice.tokens), rows(voice.mel.float()),
-                         rows(voice.embedding.float()), noise, self.steps, streaming=not last,
-                         context=context)
+                         rows(voice.embedding.float()), noise, self.steps,
+                         streaming=self.exact or not last, context=context)
         mel = mel[..., TOKEN_MEL_RATIO * self.offset:]
+        if self.vocoder is not None:
+            return self.vocoder.push(mel, last).float().cpu()
+        return self._cached_vocoder(mel, last)
+
+    def _cached_vocoder(self, mel: torch.Tensor, last: bool) -> torch.Tensor:
+        """The reference's vocoder call with its mel, source and speech caches."""
+        model = self.model
         if self.cache is not None:
             mel = torch.cat([self.cache[0], mel], -1)
         draws = [HiftNoise.draw(model.hift.config, 1, mel.shape[-1], g) for g in self.generators]
