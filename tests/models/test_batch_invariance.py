@@ -131,7 +131,7 @@ def test_streams_equal_their_results_alone(family, codecs):
         xs = items(codec, 1)[1:]
         spec = codec.streaming
         opens, frames = [0, 2], [2, 3]
-        if spec.decode is not None:
+        if spec.decode is not None and not codec.stream_refusal("decode"):
             codes = [codec.encode(x) for x in xs]
             inputs = [(c.tokens[0], None if c.scales is None else c.scales[0].numpy())
                       for c in codes]
