@@ -39,10 +39,8 @@ def add_offline_routes(app, state) -> None:
 
     @app.post("/v1/encode")
     async def encode(request: Request):
-        engine = await state.get_engine()
+        engine, name, codec = await _requested_model(request, state)
         q = request.query_params
-        name = model_name(engine, q.get("model"))
-        codec = engine.models[name].codec
         fmt = q.get("format", "json")
         if fmt not in ("json", "npy", "codes"):
             raise HTTPError(400, f"unknown format {fmt!r}; expected json, npy or codes")
@@ -164,10 +162,7 @@ def add_voice_routes(app, state) -> None:
 
     @app.post("/v1/voices")
     async def add_voice(request: Request):
-        engine = await state.get_engine()
-        q = request.query_params
-        name = model_name(engine, q.get("model"))
-        codec = engine.models[name].codec
+        engine, name, codec = await _requested_model(request, state)
         item = await _audio_of(request, state, codec)
         stored = await _engine_call(asyncio.to_thread(
             engine.voices.add, name, codec, item.samples.numpy(), codec.input_rate))
@@ -199,6 +194,13 @@ def model_name(engine: Engine, name: str | None) -> str:
     if name not in engine.models:
         raise HTTPError(404, f"unknown model {name!r}; loaded: {', '.join(engine.models)}")
     return name
+
+
+async def _requested_model(request, state):
+    """(engine, name, codec) of the model a request's ?model= names (the only one if none)."""
+    engine = await state.get_engine()
+    name = model_name(engine, request.query_params.get("model"))
+    return engine, name, engine.models[name].codec
 
 
 async def _audio_of(request, state, codec):

@@ -62,8 +62,8 @@ def _close_code(e: BaseException) -> int:
         return e.code
     if isinstance(e, (EngineBusy, StreamClosed)):
         return 1013
-    if isinstance(e, AudiotokError):
-        return 1007
+    if isinstance(e, AudiotokError) or (isinstance(e, HTTPError) and e.status < 500):
+        return 1007  # (bad data, or what the app refuses: an unknown voice)
     return 1011
 
 
@@ -183,10 +183,7 @@ class DecodeSession:
             raise Close(1007, "voice must be a voice id (a string)")
         if not isinstance(exact, bool):
             raise Close(1007, "exact must be true or false")
-        try:
-            self.stream = engine.open_decode_stream(name, clamp=clamp, voice=voice, exact=exact)
-        except HTTPError as e:  # an unknown voice
-            raise Close(1007, str(e)) from None
+        self.stream = engine.open_decode_stream(name, clamp=clamp, voice=voice, exact=exact)
         self.facts = {"stream": self.stream.id,
                       "decode": engine.models[name].runners["decode"].mode}
         if self.ids is not None:

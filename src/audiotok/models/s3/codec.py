@@ -31,8 +31,7 @@ class S3Codec(Codec):
     item of N samples gives ceil((N // 160) / 2) tokens at 50 Hz, ceil((N // 160) / 4) at
     25 Hz; inputs of 200 samples or fewer are refused. Over 30 s the encoder runs in 30 s
     windows every 26 s, merged as `merge` says (windows.py; the plan: `self.feature_windows`).
-    Items
-    of one length run as a batch; each other length on its own, so an item's codes never
+    Items of one length run as a batch; each other length on its own, so an item's codes never
     depend on its neighbours.
 
     Weights with a token-to-audio decoder (v2: CosyVoice 2's flow.pt and hift.pt, Chatterbox's
@@ -164,8 +163,10 @@ class S3Codec(Codec):
         return voice if isinstance(voice, Voice) else self.load_voice(voice)
 
     def stream_refusal(self, direction: str) -> str | None:
-        if direction != "decode" or self.decode_refusal is not None:
-            return None if direction != "decode" else self.decode_refusal
+        if direction != "decode":
+            return None
+        if self.decode_refusal is not None:
+            return self.decode_refusal
         if self.decoder.config.noise != "fixed":
             return ("these weights draw their flow noise per call (Chatterbox's S3Gen), which a "
                     "chunk stream cannot hold fixed; decode whole token sequences")

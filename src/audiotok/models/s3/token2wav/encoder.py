@@ -164,14 +164,15 @@ class UpsampleConformerEncoder(nn.Module):
         x = self.embed(x) * keep.transpose(1, 2)  # (past an item's end: zeros, as alone)
         x = self.pre_lookahead_layer(x, None if context is None else self.embed(context))
         pos = relative_positions(x.shape[1], x.shape[-1], x.device).to(x.dtype)
+        keep = chunked(keep, chunk)
         for layer in self.encoders:
-            x = layer(x, pos, chunked(keep, chunk))
+            x = layer(x, pos, keep)
         x = self.up_layer(x.transpose(1, 2)).transpose(1, 2)
-        keep = _keep(2 * lengths, x.shape[1])
+        keep = chunked(_keep(2 * lengths, x.shape[1]), 2 * chunk)
         x = self.up_embed(x)
         pos = relative_positions(x.shape[1], x.shape[-1], x.device).to(x.dtype)
         for layer in self.up_encoders:
-            x = layer(x, pos, chunked(keep, 2 * chunk))
+            x = layer(x, pos, keep)
         return self.after_norm(x)
 
 

@@ -43,7 +43,6 @@ class ExactVocoder:
         self.mel = torch.zeros(b, 80, 0, device=device)  # frames from self.start on
         self.f0 = torch.zeros(b, 0, device=device)  # final F0, frames from self.start on
         self.cum = torch.zeros(b, 0, h, dtype=torch.float64, device=device)  # phase sums
-        self.total = torch.zeros(b, 1, h, dtype=torch.float64, device=device)  # sum so far
         self.noise = torch.zeros(b, 0, h, device=device)  # samples from 480 self.start on
         self.start = 0  # global index of the first frame kept
         self.known = 0  # mel frames in
@@ -85,15 +84,16 @@ class ExactVocoder:
         while True:
             have = self.start + self.f0.shape[1]  # (a multiple of F0_BLOCK, or the end)
             upto = min(have + F0_BLOCK, self.known)
-            if upto <= have or (not last and upto + F0_REACH > self.known) or \
-                    (not last and upto - have < F0_BLOCK):
+            ready = last or (upto - have == F0_BLOCK and upto + F0_REACH <= self.known)
+            if upto <= have or not ready:
                 return
             lo = max(0, have - F0_REACH)
             mel = self._kept(self.mel, lo, min(self.known, upto + F0_REACH))
             f0 = self.hift.f0_predictor(mel)[:, have - lo: upto - lo]
             rad = (f0[..., None] * self.harmonic / SAMPLE_RATE) % 1  # [B, n, 9]
-            cum = self.total + torch.cumsum(rad.double(), 1)
-            self.total = cum[:, -1:]
+            cum = torch.cumsum(rad.double(), 1)
+            if self.cum.shape[1]:  # (the sum so far: the last kept one; trims keep it)
+                cum = cum + self.cum[:, -1:]
             self.f0 = torch.cat([self.f0, f0], 1)
             self.cum = torch.cat([self.cum, cum], 1)
 
