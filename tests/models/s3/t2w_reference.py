@@ -38,7 +38,8 @@ def _stub(name: str, path: Path | None = None, **attrs):
 
 MODULES = ("chatterbox.models.s3gen", "cosyvoice.flow.flow", "cosyvoice.flow.flow_matching",
            "cosyvoice.flow.decoder", "cosyvoice.transformer.upsample_encoder",
-           "cosyvoice.hifigan.generator", "cosyvoice.hifigan.f0_predictor")
+           "cosyvoice.hifigan.generator", "cosyvoice.hifigan.f0_predictor",
+           "cosyvoice.cli.frontend")
 
 
 def load_references():
@@ -60,6 +61,9 @@ def load_references():
             _stub("onnxruntime")
     _stub("cosyvoice.llm.llm", **{n: type(n, (), {}) for n in
                                   ("TransformerLM", "Qwen2LM", "CosyVoice3LM")})
+    for name in ("whisper", "inflect"):  # (the front end's text side, not used here)
+        if name not in sys.modules:
+            _stub(name)
     _stub("matcha.utils", REFS / "matcha" / "utils")
     _stub("matcha.utils.pylogger", get_pylogger=lambda name=__name__: logging.getLogger(name))
     stand_in = {k: v for k, v in sys.modules.items() if k.split(".")[0] == "torchaudio"}
@@ -199,6 +203,35 @@ def campplus(seed: int = 0):
                 b.copy_(0.5 + torch.rand(b.shape, generator=g))
     _offsets(model, seed + 2)
     return model.eval()
+
+
+def campplus_onnx(path: Path, seed: int = 0):
+    """campplus(seed) saved at `path` as 3D-Speaker exports CAMPPlus, the graph CosyVoice 2
+    ships as campplus.onnx (the TorchScript exporter, opset 11, constants folded: BatchNorms
+    after a convolution folded into it, the others kept; features [batch, frames, 80] in);
+    the torch model."""
+    import warnings
+
+    model = campplus(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (torch.randn(1, 345, 80),), str(path), export_params=True,
+                          opset_version=11, do_constant_folding=True, input_names=["feature"],
+                          output_names=["embedding"], dynamo=False,
+                          dynamic_axes={"feature": {0: "batch_size", 1: "frame_num"},
+                                        "embedding": {0: "batch_size"}})
+    return model
+
+
+def cosyvoice_speaker_embedding(campplus_path: Path, speech: torch.Tensor) -> torch.Tensor:
+    """CosyVoice 2's front end's speaker embedding [1, 192] of 16 kHz speech [1, N]
+    (CosyVoiceFrontEnd._extract_spk_embedding, its sessions opened by its constructor; the
+    tokenizer's session, unused here, on the same graph)."""
+    load_references()
+    from cosyvoice.cli.frontend import CosyVoiceFrontEnd
+
+    frontend = CosyVoiceFrontEnd(lambda: None, None, str(campplus_path), str(campplus_path))
+    return frontend._extract_spk_embedding(speech)
 
 
 def chatterbox_s3gen(small: bool = True, f0_bias: float | None = 150.0):

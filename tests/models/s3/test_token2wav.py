@@ -2,8 +2,11 @@
 Chatterbox's and CosyVoice 2's flows, HiFT's audio against both vocoders (SineGen and SineGen2,
 voiced, unvoiced and switching), under the same noise (each reference seeded, audiotok given
 the seed); CAMPPlus, its Kaldi filterbank and the prompt mel bit for bit; the whole decode
-through each one's checkpoint layout (Chatterbox's s3gen.safetensors, CosyVoice 2's folder);
-voices, batches and bad inputs."""
+through each one's checkpoint layout (Chatterbox's s3gen.safetensors, CosyVoice 2's folder,
+whose campplus.onnx makes the front end's speaker embeddings); voices, batches and bad
+inputs."""
+
+import sys
 
 import numpy as np
 import pytest
@@ -188,7 +191,10 @@ def test_an_item_decodes_alone_in_any_batch(chatterbox_file):
         assert not batch[i, :, 960 * n:].any()
 
 
-def test_cosyvoice_folder_decodes_as_its_flow_and_hift(tmp_path):
+def test_cosyvoice_folder_decodes_as_its_flow_and_hift_and_its_campplus_makes_voices(
+        tmp_path, monkeypatch):
+    """CosyVoice 2's folder: the tokenizer, flow.pt and hift.pt decode as its flow and HiFT do;
+    campplus.onnx beside them makes voices with the front end's speaker embeddings."""
     from tests.models.s3 import onnx_graphs
 
     flow, hift = t2w.cosyvoice_flow(), t2w.cosyvoice_hift()
@@ -208,9 +214,43 @@ def test_cosyvoice_folder_decodes_as_its_flow_and_hift(tmp_path):
         torch.manual_seed(3)
         want, _ = hift.inference(speech_feat=mel)
     torch.testing.assert_close(got[:, 0], want, rtol=0, atol=AUDIO_PARITY)
-    # no speaker encoder in this layout (campplus.onnx is not read): voices come from files
-    with pytest.raises(AudiotokError, match="speaker encoder"):
+    # without campplus.onnx the folder has no speaker encoder: voices come from files
+    assert codec.info()["token2wav"]["makes_voices"] is False
+    with pytest.raises(AudiotokError, match="speaker encoder.*campplus.onnx"):
         codec.make_voice(np.zeros(16000, np.float32), 16000)
+
+    # with it, campplus.onnx runs on onnxruntime as CosyVoice's front end runs it: the voice's
+    # embedding equals the front end's; within 1e-5 of the torch CAMPPlus of the same weights
+    # (the graph folds BatchNorms into convolutions); broken files are refused
+    campplus = t2w.campplus_onnx(tmp_path / "campplus.onnx")
+    codec = audiotok.load(tmp_path)
+    assert codec.info()["token2wav"]["makes_voices"] is True
+    speech = 0.1 * torch.randn(1, 37_000, generator=torch.Generator().manual_seed(5))
+    voice = codec.make_voice(speech[0].numpy(), 16000)
+    want = t2w.cosyvoice_speaker_embedding(tmp_path / "campplus.onnx", speech)
+    assert torch.equal(voice.embedding, want[0].float())
+    ours = CAMPPlus().eval()
+    ours.load_state_dict({k: v for k, v in campplus.state_dict().items()
+                          if not k.endswith("num_batches_tracked")})
+    with torch.inference_mode():
+        torch.testing.assert_close(voice.embedding, ours.embed(speech[0]), rtol=0, atol=1e-5)
+    n = voice.tokens.numel()
+    assert voice.tokens.tolist() == codec.encode(speech, 16000).tokens[0, 0, :n].tolist()
+    (tmp_path / "campplus.onnx").write_bytes(b"not onnx")
+    with pytest.raises(CheckpointError, match="campplus.onnx: not a readable ONNX graph"):
+        audiotok.load(tmp_path).make_voice(speech[0].numpy(), 16000)
+    from onnx import TensorProto, helper, save
+
+    features = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["b", "t", 40])
+    save(helper.make_model(helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                                             [features], [helper.make_tensor_value_info(
+                                                 "y", TensorProto.FLOAT, ["b", "t", 40])])),
+         str(tmp_path / "campplus.onnx"))
+    with pytest.raises(CheckpointError, match=r"not a CAMPPlus graph.*\[batch, frames, 80\]"):
+        audiotok.load(tmp_path).make_voice(speech[0].numpy(), 16000)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # (as if not installed)
+    with pytest.raises(AudiotokError, match="runs it on onnxruntime.*pip install onnxruntime"):
+        audiotok.load(tmp_path).make_voice(speech[0].numpy(), 16000)
 
 
 def test_bad_inputs_are_refused_clearly(chatterbox_file, tmp_path):
@@ -295,8 +335,8 @@ def test_the_command_line_makes_voices_and_decodes_in_them(chatterbox_file, tmp_
 
 
 def test_the_token2wav_preset_through_a_hub_cache(tmp_path):
-    """`s3-v2-token2wav` fetches CosyVoice2-0.5B's tokenizer, flow.pt and hift.pt (here from a
-    local cache laid out as the hub's, offline)."""
+    """`s3-v2-token2wav` fetches CosyVoice2-0.5B's tokenizer, flow.pt, hift.pt and
+    campplus.onnx (here from a local cache laid out as the hub's, offline)."""
     import json
 
     from audiotok.models.s3.token2wav.model import Token2Wav
@@ -310,15 +350,17 @@ def test_the_token2wav_preset_through_a_hub_cache(tmp_path):
                tmp_path / "hift.pt")
     tokenizer = reference.reference_model("v2_25hz", small=True)
     onnx_graphs.build(tokenizer.state_dict(), "v2_25hz", tmp_path / "speech_tokenizer_v2.onnx")
+    t2w.campplus_onnx(tmp_path / "campplus.onnx")
     cache_repo(tmp_path / "cache", "FunAudioLLM/CosyVoice2-0.5B",
-               {f: tmp_path / f for f in ("speech_tokenizer_v2.onnx", "flow.pt", "hift.pt")})
+               {f: tmp_path / f for f in ("speech_tokenizer_v2.onnx", "flow.pt", "hift.pt",
+                                          "campplus.onnx")})
     out = _run("import audiotok, json\nc = audiotok.load('s3-v2-token2wav')\n"
                "print(json.dumps([c.sample_rate, c.info()['token2wav']]))\n",
                {"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HOME": str(tmp_path / "h")})
     assert out.returncode == 0, out.stderr
     rate, t2w_info = json.loads(out.stdout.strip().splitlines()[-1])
     assert rate == 24000 and t2w_info == {"noise": "fixed", "excitation": "sinegen2",
-                                          "steps": 10, "makes_voices": False}
+                                          "steps": 10, "makes_voices": True}
 
 
 def test_the_onnx_export_of_a_codec_with_a_decoder_holds_the_tokenizer(chatterbox_file,

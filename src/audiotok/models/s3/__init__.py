@@ -37,9 +37,10 @@ FAMILY = Family(
         Preset("s3-v1", "FunAudioLLM/CosyVoice-300M", ("speech_tokenizer_v1.onnx",)),
         Preset("s3-v1-25hz", "FunAudioLLM/CosyVoice-300M-25Hz", ("speech_tokenizer_v1.onnx",)),
         Preset("s3-v2", "FunAudioLLM/CosyVoice2-0.5B", ("speech_tokenizer_v2.onnx",)),
-        # the tokenizer with CosyVoice 2's token-to-audio decoder (flow and HiFT vocoder)
+        # the tokenizer with CosyVoice 2's token-to-audio decoder (flow and HiFT vocoder) and
+        # its speaker encoder, which makes voices
         Preset("s3-v2-token2wav", "FunAudioLLM/CosyVoice2-0.5B",
-               ("speech_tokenizer_v2.onnx", "flow.pt", "hift.pt")),
+               ("speech_tokenizer_v2.onnx", "flow.pt", "hift.pt", "campplus.onnx")),
         Preset("s3-v3", "FunAudioLLM/Fun-CosyVoice3-0.5B-2512", ("speech_tokenizer_v3.onnx",)),
         Preset("s3-step-audio", "stepfun-ai/Step-Audio-Tokenizer", ("speech_tokenizer_v1.onnx",)),
         Preset("s3-chatterbox", "ResembleAI/chatterbox", ("s3gen.safetensors",)),

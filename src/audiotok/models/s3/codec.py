@@ -87,7 +87,8 @@ class S3Codec(Codec):
         if self.decoder is not None:
             t2w = self.config.token2wav
             out["token2wav"] = {"noise": t2w.noise, "excitation": t2w.hift.sine,
-                                "steps": t2w.flow.steps, "makes_voices": t2w.speaker_encoder}
+                                "steps": t2w.flow.steps,
+                                "makes_voices": self.decoder.speaker_encoder is not None}
         return out
 
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:

@@ -15,6 +15,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ....errors import AudiotokError, CheckpointError
+from .config import SPEAKER_DIM
+
 SAMPLE_RATE = 16000
 FRAME, SHIFT, FFT = 400, 160, 512
 N_BINS = 80
@@ -208,3 +211,46 @@ class CAMPPlus(nn.Module):
         """The x-vector [192] of one utterance [N] at 16 kHz."""
         features = kaldi_fbank(audio)
         return self(features[None] - features.mean(0, keepdim=True))[0]
+
+
+class OnnxCAMPPlus:
+    """CosyVoice 2's `campplus.onnx` on onnxruntime, run as CosyVoice's front end runs it (one
+    thread, every graph optimisation): the same mean-normalised filterbanks [1, T, 80] in, the
+    x-vector [1, 192] out. Any exported CAMPPlus graph works, whatever its tensor names; the
+    session opens on the first voice."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._session = None
+
+    def _open(self):
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            raise AudiotokError(f"making a voice with {self.path} runs it on onnxruntime, "
+                                "which is not installed: pip install onnxruntime") from None
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = 1
+        try:
+            session = ort.InferenceSession(self.path, options,
+                                           providers=["CPUExecutionProvider"])
+        except Exception as e:  # noqa: BLE001 (onnxruntime raises its own error types)
+            raise CheckpointError(f"{self.path}: not a readable ONNX graph ({e})") from None
+        inputs = session.get_inputs()
+        if len(inputs) != 1 or len(inputs[0].shape) != 3 or inputs[0].shape[2] != N_BINS:
+            raise CheckpointError(f"{self.path}: not a CAMPPlus graph (it must take one input "
+                                  f"[batch, frames, {N_BINS}])")
+        self._session = session
+        return session
+
+    def embed(self, audio: torch.Tensor) -> torch.Tensor:
+        """The x-vector [192] of one utterance [N] at 16 kHz."""
+        session = self._session or self._open()
+        features = kaldi_fbank(audio.cpu())
+        features = (features - features.mean(0, keepdim=True))[None].numpy()
+        out = session.run(None, {session.get_inputs()[0].name: features})[0]
+        if out.size != SPEAKER_DIM:
+            raise CheckpointError(f"{self.path}: gave {list(out.shape)}, not an x-vector of "
+                                  f"{SPEAKER_DIM}")
+        return torch.from_numpy(out.reshape(SPEAKER_DIM).copy()).to(audio.device)

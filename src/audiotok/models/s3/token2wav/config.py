@@ -81,6 +81,8 @@ class Token2WavConfig:
     noise: str = "fixed"
     fade_in: int = 0
     speaker_encoder: bool = True  # CAMPPlus, to make voices (False: voices come from files)
+    speaker_onnx: str | None = None  # or the path of CosyVoice 2's campplus.onnx, which makes
+    # them on onnxruntime (where the files are, not a fact of the weights: not in to_dict)
 
     def __post_init__(self):
         if self.noise not in NOISES:

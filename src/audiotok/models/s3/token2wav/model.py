@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from ....errors import AudiotokError
-from .campplus import CAMPPlus
+from .campplus import CAMPPlus, OnnxCAMPPlus
 from .config import N_MELS, Token2WavConfig
 from .flow import Flow
 from .hift import HiFT, HiftNoise
@@ -40,7 +40,8 @@ class Token2Wav(nn.Module):
         self.config = cfg
         self.flow = Flow(cfg.flow)
         self.hift = HiFT(cfg.hift)
-        self.speaker_encoder = CAMPPlus() if cfg.speaker_encoder else None
+        self.speaker_encoder = CAMPPlus() if cfg.speaker_encoder else \
+            OnnxCAMPPlus(cfg.speaker_onnx) if cfg.speaker_onnx else None
         self._fixed: torch.Tensor | None = None
 
     def noise(self, frames: int, generator: torch.Generator) -> torch.Tensor:
@@ -92,7 +93,8 @@ class Token2Wav(nn.Module):
         from .voice import prompt_mel
 
         if self.speaker_encoder is None:
-            raise AudiotokError("these weights have no speaker encoder (CAMPPlus), so they make "
-                                "no voices: load a voice file made with another S3 decoder")
+            raise AudiotokError("these weights have no speaker encoder (CAMPPlus; CosyVoice 2's "
+                                "is campplus.onnx beside flow.pt), so they make no voices: load "
+                                "a voice file made with another S3 decoder")
         embedding = self.speaker_encoder.embed(audio_16k.float())
         return Voice.aligned(tokens.cpu(), prompt_mel(audio_24k).cpu(), embedding.cpu())

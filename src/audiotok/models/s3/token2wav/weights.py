@@ -80,8 +80,8 @@ def from_chatterbox(sd: dict, source: str) -> tuple[dict, Token2WavConfig] | Non
 
 
 def from_cosyvoice(folder: Path) -> tuple[dict, Token2WavConfig] | None:
-    """CosyVoice 2's flow.pt and hift.pt beside the tokenizer, or None when they are absent.
-    (Its campplus.onnx is not read: voices come from files made with a speaker encoder.)"""
+    """CosyVoice 2's flow.pt and hift.pt beside the tokenizer, or None when they are absent;
+    its campplus.onnx, when there, makes voices (on onnxruntime, as CosyVoice's front end)."""
     flow, hift = folder / "flow.pt", folder / "hift.pt"
     if not (flow.is_file() and hift.is_file()):
         return None
@@ -90,4 +90,6 @@ def from_cosyvoice(folder: Path) -> tuple[dict, Token2WavConfig] | None:
         h = torch.load(hift, map_location="cpu", weights_only=True)
     except Exception as e:  # noqa: BLE001 (any unreadable pickle)
         raise CheckpointError(f"{folder}: unreadable flow.pt / hift.pt ({e})") from None
-    return combine(f, h, None, COSYVOICE2, str(folder))
+    sd, cfg = combine(f, h, None, COSYVOICE2, str(folder))
+    speaker = folder / "campplus.onnx"
+    return sd, replace(cfg, speaker_onnx=str(speaker)) if speaker.is_file() else cfg
