@@ -8,6 +8,9 @@ pip install -q --no-deps moshi==0.2.13  # the Mimi oracle; its metadata pins tor
 pip install -q --no-deps descript-audio-codec==1.0.0  # DAC's (needs torchaudio, audiotools)
 pip install -q --no-deps encodec==0.1.1  # EnCodec's (imports torchaudio)
 pip install -q --no-deps s3tokenizer==0.3.0  # the S3 tokenizer's (declares torchaudio)
+# OuteTTS 1.0's DAC.speech pipeline (outetts/dac/interface.py, loaded by path: `import outetts`
+# needs llama-cpp-python, polars, whisper ...), in a folder of its own
+pip install -q --no-deps --target .refs/outetts outetts==0.4.4
 # the Qwen3-TTS tokenizer's oracle: qwen-tts with the transformers it pins (4.57.3), in a folder
 # of its own that only its reference runs put on their path (the suite's transformers is newer)
 pip install -q --no-deps --target .refs/qwen-tts qwen-tts==0.1.1 transformers==4.57.3 \

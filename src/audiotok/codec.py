@@ -32,7 +32,7 @@ from .tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within
 if TYPE_CHECKING:
     from .models.family import Family
 
-_ANNOUNCED: set[str] = set()
+_ANNOUNCED: set[tuple[str, str]] = set()
 
 
 class Codec(FrameMath):
@@ -146,8 +146,8 @@ class Codec(FrameMath):
 
     def announce_licence(self) -> None:
         """Tell the user, once per process and codec, which licence the weights carry."""
-        if self.name not in _ANNOUNCED:
-            _ANNOUNCED.add(self.name)
+        if (self.name, self.title) not in _ANNOUNCED:  # (a family's models may differ)
+            _ANNOUNCED.add((self.name, self.title))
             print(licence_notice(self.title, self.licence), file=sys.stderr)
 
     # -- encode ------------------------------------------------------------------------------
@@ -394,6 +394,8 @@ class Codec(FrameMath):
             raise AudiotokError(f"{self.title} decodes from its codes alone: stream_decoder() "
                                 f"takes no {', '.join(sorted(options))}")
         spec = self.streaming
+        if why := self.stream_refusal("decode"):
+            raise AudiotokError(why)
         if window is None and (spec.decode is None or
                                (spec.decode == WINDOWS and not spec.window.exact)):
             raise AudiotokError(no_stream(self, "decode"))

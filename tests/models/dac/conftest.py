@@ -9,7 +9,9 @@ import pytest
 from tests.models.dac import reference
 
 CONFIGS = {"tiny": reference.TINY, "tiny_odd": reference.TINY_ODD,
-           "44khz": reference.FULL_44, "24khz": reference.FULL_24}
+           "44khz": reference.FULL_44, "24khz": reference.FULL_24,
+           "speech": reference.SPEECH, "speech_small": reference.SPEECH_SMALL}
+NAMES = dict.fromkeys(("speech", "speech_small"), "weights_24khz_1.5kbps_v1.0.pth")  # (the hub's)
 
 
 @pytest.fixture(scope="session")
@@ -31,7 +33,8 @@ def dac_refs(tmp_path_factory):
             folder = tmp_path_factory.mktemp(f"dac_{name}")
             built[name] = SimpleNamespace(
                 ref=model, hf=hf, kwargs=kwargs,
-                pth=reference.save_pth(model, kwargs, folder / "orig"),
+                pth=reference.save_pth(model, kwargs, folder / "orig",
+                                       NAMES.get(name, "weights.pth")),
                 hf_dir=reference.save_hf(hf, folder / "hf"))
         return built[name]
 

@@ -27,6 +27,8 @@ TINY_LATENT = {**TINY, "latent_dim": 16, "n_codebooks": 18}  # the 16 kbps model
 FULL_44 = {}
 FULL_24 = {"encoder_rates": [2, 4, 5, 8], "decoder_rates": [8, 5, 4, 2], "n_codebooks": 32,
            "sample_rate": 24000}
+SPEECH = {**FULL_24, "n_codebooks": 2}  # IBM's DAC.speech v1.0 (weights_24khz_1.5kbps_v1.0.pth)
+SPEECH_SMALL = {**TINY_ODD, "n_codebooks": 2, "sample_rate": 24000}
 
 
 def import_dac():

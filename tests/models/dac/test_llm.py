@@ -88,3 +88,45 @@ def test_dia_refusals_and_clamp():
         s.from_ids(ids[:8])
     with pytest.raises(TokenIdError, match="9 codebooks of 1024"):
         scheme_for("dia", (1024,) * 12)
+
+
+OUTETTS_SPECIALS = ["<|im_start|>", "<|im_end|>", "<|text_start|>", "<|text_end|>",
+                    "<|audio_start|>", "<|audio_end|>", "<|word_start|>", "<|word_end|>",
+                    "<|features|>", "<|code|>", "<|t_0.32|>", "<|energy_5|>"]
+
+
+def test_outetts_ids_are_read_as_outetts_reads_them(tmp_path):
+    """OuteTTS 1.0's ids (a tokenizer built here with its special tokens, then <|c1_0..1024|>
+    and <|c2_0..1024|>): to_ids/to_text frame by frame and back; a model output with words and
+    features between the frames, and a c1 without its c2 at the end, read as its own
+    PromptProcessor.extract_audio_from_tokens reads it; refusals."""
+    import json
+
+    from tests.export.test_llm import tokenizer
+    from tests.models.dac import outetts_reference
+
+    speech = [f"<|c{b}_{i}|>" for b in (1, 2) for i in range(1025)]
+    tok = tokenizer(tmp_path / "tokenizer.json", OUTETTS_SPECIALS, speech)
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps({"tokenizer_class": "PreTrainedTokenizerFast"}))
+    s = scheme_for("outetts", (1024, 1024), tmp_path)
+    assert s.describe()["c1_first_id"] == tok.token_to_id("<|c1_0|>")
+    tokens = np.array([[0, 1023, 5, 77], [1023, 0, 9, 500]])
+    ids = s.to_ids(tokens)
+    assert ids.tolist() == tok.encode(s.to_text(tokens)).ids
+    assert s.to_text(tokens).startswith("<|c1_0|><|c2_1023|><|c1_1023|><|c2_0|>")
+    assert np.array_equal(s.from_ids(ids), tokens)
+    assert np.array_equal(s.from_text(s.to_text(tokens)), tokens)
+    output = ("<|word_start|>hello<|features|><|t_0.32|><|energy_5|><|code|>"
+              + s.to_text(tokens[:, :2]) + "<|word_end|>\n<|word_start|>world<|code|>"
+              + s.to_text(tokens[:, 2:]) + "<|c1_1024|><|word_end|>")
+    out_ids = tok.encode(output).ids
+    want = outetts_reference.prompt_processor(tmp_path).extract_audio_from_tokens(out_ids)
+    assert s.from_ids(out_ids).tolist() == want == tokens.tolist()
+    assert s.from_text(output).tolist() == want
+    with pytest.raises(TokenIdError, match=r"<\|c2_1025\|> is not an OuteTTS code token"):
+        s.from_text("<|c1_3|><|c2_1025|>")
+    with pytest.raises(TokenIdError, match="2 codebooks of 1024"):
+        scheme_for("outetts", (1024,) * 9, tmp_path)
+    with pytest.raises(TokenIdError, match="reads its ids from the language model's tokenizer"):
+        scheme_for("outetts", (1024, 1024))

@@ -1,6 +1,7 @@
 """DAC (Descript Audio Codec): 44.1 kHz (9 codebooks of 1024 at 86 Hz), 24 kHz (32 at 75 Hz)
 and 16 kHz (12 at 50 Hz) mono; Snake activations, a residual VQ of factorised, L2-normalised
-codebooks; not causal. The codec of Dia and Parler-TTS (44.1 kHz, 9 codebooks).
+codebooks; not causal. The codec of Dia and Parler-TTS (44.1 kHz, 9 codebooks); IBM's
+DAC.speech v1.0 (24 kHz, 2 codebooks) is OuteTTS 1.0's.
 
 The family's declaration (models/family.py); the model code is imported on first load."""
 
@@ -35,8 +36,10 @@ def _detect(checkpoint: Checkpoint) -> bool:
 
 
 def _presets():
-    return tuple(Preset(f"dac-{rate}khz", f"descript/dac_{rate}khz",
-                        ("model.safetensors", "config.json")) for rate in (44, 24, 16))
+    return (*(Preset(f"dac-{rate}khz", f"descript/dac_{rate}khz",
+                     ("model.safetensors", "config.json")) for rate in (44, 24, 16)),
+            Preset("dac-speech", "ibm-research/DAC.speech.v1.0",
+                   ("weights_24khz_1.5kbps_v1.0.pth",)))
 
 
 FAMILY = Family(
@@ -49,11 +52,15 @@ FAMILY = Family(
     presets=_presets(),
     detect=_detect,
     onnx=".onnx:onnx_graphs",
-    llm_schemes={"dia": ".llm:DiaIds", "parler": ".llm:ParlerIds"},
+    llm_schemes={"dia": ".llm:DiaIds", "parler": ".llm:ParlerIds", "outetts": ".llm:OuteTtsIds"},
     options={"codebooks": LoadOption("codebooks encode gives (1..9 at 44.1 kHz, 1..32 "
                                      "at 24 kHz, 1..12 at 16 kHz; default all)", int),
              "padding": LoadOption("a partial last frame: frame (the input is zero-padded "
                                    "to whole frames, as the dac package; the default) or "
                                    "layer (no padding, as transformers' DacModel: a partial "
-                                   "last frame is dropped)")},
+                                   "last frame is dropped)"),
+             "pipeline": LoadOption("plain (the model on the whole input; the default) or "
+                                    "outetts (OuteTTS 1.0's: loudness normalised to -18 LUFS, "
+                                    "5 s encode windows, 2048-frame decode chunks with fades; "
+                                    "24 kHz weights such as dac-speech)")},
 )

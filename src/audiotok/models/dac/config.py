@@ -4,7 +4,8 @@ The fields are the `dac` package's `DAC(...)` keyword arguments, which its `weig
 hold as their metadata ("kwargs"); `from_hf` reads a transformers `DacConfig` (config.json with
 `model_type: "dac"`), `to_dict` / `from_dict` audiotok's own config.json (plus its `"codec"`
 key). The released models: 44.1 kHz 8 kbps (`DAC_44KHZ`, also Dia's and Parler-TTS's codec),
-24 kHz, 16 kHz, and 44.1 kHz 16 kbps (latent 128, which transformers cannot express).
+24 kHz, 16 kHz, 44.1 kHz 16 kbps (latent 128, which transformers cannot express), and IBM's
+DAC.speech v1.0 (24 kHz, 2 codebooks: 1.5 kbps).
 """
 
 from __future__ import annotations
@@ -93,3 +94,4 @@ DAC_24KHZ = DacConfig(encoder_rates=(2, 4, 5, 8), decoder_rates=(8, 5, 4, 2), n_
                       sample_rate=24000)
 DAC_16KHZ = replace(DAC_24KHZ, n_codebooks=12, sample_rate=16000)
 DAC_44KHZ_16KBPS = DacConfig(latent_dim=128, n_codebooks=18)
+DAC_SPEECH = replace(DAC_24KHZ, n_codebooks=2)  # IBM's DAC.speech v1.0 (OuteTTS 1.0's codec)

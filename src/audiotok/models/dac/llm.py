@@ -1,6 +1,7 @@
-"""The token ids of the language models that use DAC 44.1 kHz (export/llm.py says what a scheme
-is). Neither needs a tokenizer: their audio ids are the codes, per codebook, with the codebooks
-delayed and the gaps filled with special ids.
+"""The token ids of the language models that use DAC (export/llm.py says what a scheme is).
+Dia's and Parler-TTS's (DAC 44.1 kHz) need no tokenizer: their audio ids are the codes, per
+codebook, with the codebooks delayed and the gaps filled with special ids. OuteTTS 1.0's
+(DAC.speech) are text tokens of its tokenizer.
 
 - `dia`: Dia (nari-labs/dia `dia/audio.py`, `dia/model.py`, `dia/config.py`): 9 channels, each
   an embedding of 1028 (codes 0..1023, EOS 1024, PAD 1025, BOS 1026); channel c delayed by
@@ -13,6 +14,12 @@ delayed and the gaps filled with special ids.
 - `parler`: Parler-TTS (huggingface/parler-tts `build_delay_pattern_mask`, the training
   scripts' label preparation): codebook k delayed by k steps, BOS 1025 before its codes,
   EOS 1024 (also its pad id) after them, the leading all-BOS step dropped: [K, T + K] labels.
+- `outetts`: OuteTTS 1.0 (outetts 0.4.4, prompt format v3: `version/v3/prompt_processor.py`,
+  `tokens.py`): a frame is `<|c1_a|><|c2_b|>`, 1025 tokens per codebook (codes 0..1023 and
+  one more), their ids looked up in the tokenizer. The model's output interleaves the codes
+  with words and their features (`<|word_start|>`, `<|t_0.32|>`, `<|energy_5|>`, ...); back to
+  codes, as `extract_audio_from_tokens` does, every c1 id and every c2 id in order, anything
+  else passed over, both cut to the shorter.
 """
 
 from __future__ import annotations
@@ -22,7 +29,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...export.llm import TokenIdError, check_tokens, delayed, ints, step_columns, text_numbers
+from ...export.llm import (
+    TokenIdError,
+    Vocab,
+    check_tokens,
+    delayed,
+    ints,
+    step_columns,
+    text_numbers,
+)
 
 CODES = 1024
 
@@ -160,3 +175,71 @@ class ParlerIds(_DacIds):
         values = np.stack([a[c, c : c + frames] for c in range(k)])
         _bad(values, "codebook", lambda c, t: c + t)
         return values
+
+
+class OuteTtsIds:
+    """OuteTTS 1.0: `<|c1_a|><|c2_b|>` a frame, ids from its tokenizer (module docstring)."""
+
+    name = "outetts"
+    summary = "OuteTTS 1.0: <|c1_a|><|c2_b|> a frame (DAC.speech), ids from its tokenizer"
+    TEMPLATES = ("<|c1_{}|>", "<|c2_{}|>")
+    TOKENS = CODES + 1  # each codebook's tokens: codes 0..1023 and 1024 (never a code here)
+    PATTERN = re.compile(r"<\|c([12])_(\d+)\|>")
+    ids_per_frame = None  # words and features come between frames: read the output whole
+
+    def __init__(self, c1_first: int, c2_first: int):
+        self.first = (int(c1_first), int(c2_first))
+
+    @classmethod
+    def from_tokenizer(cls, path) -> OuteTtsIds:
+        v = Vocab(path)
+        return cls(*(v.run(t, cls.TOKENS) for t in cls.TEMPLATES))
+
+    @classmethod
+    def for_codec(cls, tokenizer, codebook_sizes: Sequence[int]) -> OuteTtsIds:
+        if tuple(codebook_sizes) != (CODES, CODES):
+            raise TokenIdError(f"the {cls.name} scheme takes DAC.speech tokens (2 codebooks of "
+                               f"{CODES}), got sizes {list(codebook_sizes)}")
+        return cls.from_tokenizer(tokenizer)
+
+    def describe(self) -> dict:
+        return {"scheme": self.name, "c1_first_id": self.first[0],
+                "c2_first_id": self.first[1], "text": "<|c1_a|><|c2_b|> a frame"}
+
+    def to_ids(self, tokens) -> np.ndarray:
+        """[2 T] ids: frame by frame, its c1 id then its c2 id."""
+        t = check_tokens(tokens, (CODES, CODES))
+        return (t + np.array(self.first)[:, None]).T.reshape(-1)
+
+    def sequence(self, tokens) -> np.ndarray:
+        return self.to_ids(tokens)
+
+    def _codes(self, c1: list[int], c2: list[int]) -> np.ndarray:
+        n = min(len(c1), len(c2))
+        return np.array([c1[:n], c2[:n]], dtype=np.int64).reshape(2, n)
+
+    def from_ids(self, ids) -> np.ndarray:
+        """Tokens [2, t] of a model's output ids: every c1 id and every c2 id in order (other
+        ids passed over), both cut to the shorter. A 1024 (the 1025th token) is kept, as
+        OuteTTS keeps it; decode refuses it (or clamps it with clamp=True)."""
+        a = ints(ids, "ids").reshape(-1)
+        lo1, lo2 = self.first
+        c1 = a[(a >= lo1) & (a < lo1 + self.TOKENS)] - lo1
+        c2 = a[(a >= lo2) & (a < lo2 + self.TOKENS)] - lo2
+        return self._codes(c1.tolist(), c2.tolist())
+
+    def to_text(self, tokens) -> str:
+        t = check_tokens(tokens, (CODES, CODES))
+        return "".join(f"<|c1_{a}|><|c2_{b}|>" for a, b in t.T.tolist())
+
+    def from_text(self, text: str) -> np.ndarray:
+        """Tokens [2, t] of a model's output text, as from_ids reads its ids; a c1/c2 token
+        past 1024 is not one of the tokenizer's and is refused."""
+        if not isinstance(text, str):
+            raise TokenIdError(f"expected text, got {type(text).__name__}")
+        found = [(int(m[1]), int(m[2])) for m in self.PATTERN.finditer(text)]
+        for book, code in found:
+            if code >= self.TOKENS:
+                raise TokenIdError(f"<|c{book}_{code}|> is not an OuteTTS code token "
+                                   f"(0..{self.TOKENS - 1})")
+        return self._codes([c for b, c in found if b == 1], [c for b, c in found if b == 2])

@@ -18,6 +18,9 @@ def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
     if codec.padding != "frame":
         raise AudiotokError("DAC exports with padding='frame' (the default); the graphs take "
                             "whole frames")
+    if codec.pipeline != "plain":
+        raise AudiotokError("DAC exports its model alone: load it without pipeline='outetts' "
+                            "(the runtime does not normalise loudness)")
     model = codec.model.eval()
     spf = codec.samples_per_frame
     batch = torch.export.Dim("batch", min=1, max=4096)
