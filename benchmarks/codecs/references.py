@@ -97,7 +97,8 @@ def xcodec2(args, variant: str | None) -> Side:
 def dac(args, variant: str | None) -> Side:
     from tests.models.dac import reference
 
-    kwargs = {"44khz": reference.FULL_44, "24khz": reference.FULL_24}[variant or "44khz"]
+    kwargs = {"44khz": reference.FULL_44, "24khz": reference.FULL_24,
+              "speech": reference.SPEECH}[variant or "44khz"]
     ref = reference.dac_model(kwargs)
     path = reference.save_pth(ref, kwargs, args.workdir / f"dac_{variant or '44khz'}_full")
 
@@ -109,6 +110,23 @@ def dac(args, variant: str | None) -> Side:
     return Side(path, {"dac 1.0.0": lambda ours: Impl(
         lambda x: ref.encode(x)[1], lambda c: ref.decode(ref.quantizer.from_codes(c)[0])),
         "transformers": hf}, align=ref.hop_length)
+
+
+def dac_outetts(args, variant: str | None) -> Side:
+    """DAC.speech through OuteTTS 1.0's pipeline: audiotok's pipeline="outetts" against
+    outetts 0.4.4's DacInterface on the same weights."""
+    from tests.models.dac import outetts_reference, reference
+
+    ref = reference.dac_model(reference.SPEECH)
+    path = reference.save_pth(ref, reference.SPEECH, args.workdir / "dac_speech_full",
+                              "weights_24khz_1.5kbps_v1.0.pth")
+
+    def outetts(ours) -> Impl:
+        iface = outetts_reference.dac_interface(path)
+        return Impl(iface.encode, iface.decode)
+
+    return Side(path, {"outetts 0.4.4": outetts}, load={"pipeline": "outetts"},
+                align=ref.hop_length)
 
 
 def snac(args, variant: str | None) -> Side:
@@ -334,13 +352,14 @@ def load(side: Side, dtype: torch.dtype = torch.float32):
 
 
 REFERENCES: dict[str, Callable[..., Side]] = {
-    "s2": s2, "xcodec2": xcodec2, "dac": dac, "snac": snac, "mimi": mimi, "encodec": encodec,
+    "s2": s2, "xcodec2": xcodec2, "dac": dac, "dac-outetts": dac_outetts, "snac": snac,
+    "mimi": mimi, "encodec": encodec,
     "neucodec": neucodec, "distill-neucodec": distill_neucodec, "qwen3-tts": qwen3_tts,
     "s3": s3,
 }
 # the entries --isolated runs: their references load from the checkpoint, and they name golden
 # signals for the precision study
 ISOLATED = ("s2", "xcodec2")
-VARIANTS = {"dac": ("44khz", "24khz"), "snac": ("24khz", "32khz"),
+VARIANTS = {"dac": ("44khz", "24khz", "speech"), "snac": ("24khz", "32khz"),
             "encodec": ("24khz", "32khz", "48khz"),
             "s3": ("v1", "v1_25hz", "v2_25hz", "v3_25hz")}

@@ -41,7 +41,9 @@ def interface_module():
     _package("outetts", REFS / "outetts")
     _package("outetts.dac", REFS / "outetts" / "dac")
     _package("outetts.utils", None)
-    sys.modules["outetts.utils.helpers"] = types.ModuleType("outetts.utils.helpers")
+    helpers = types.ModuleType("outetts.utils.helpers")
+    helpers.__spec__ = importlib.machinery.ModuleSpec("outetts.utils.helpers", None)
+    sys.modules["outetts.utils.helpers"] = helpers
     spec = importlib.util.spec_from_file_location(NAME, source)
     module = importlib.util.module_from_spec(spec)
     sys.modules[NAME] = module
@@ -64,9 +66,15 @@ def prompt_processor(tokenizer_folder: Path):
         source = REFS / "outetts" / "version" / "v3"
         _package("outetts.version", source.parent)
         _package("outetts.version.v3", source)
-        sys.modules.setdefault("ftfy", types.ModuleType("ftfy"))
-        spec = importlib.util.spec_from_file_location(name, source / "prompt_processor.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+        real = sys.modules.get("ftfy")
+        sys.modules["ftfy"] = types.ModuleType("ftfy")
+        try:
+            spec = importlib.util.spec_from_file_location(name, source / "prompt_processor.py")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+        finally:  # (the stand-in stays the module's own: others that look for ftfy find
+            del sys.modules["ftfy"]  # what is installed)
+            if real is not None:
+                sys.modules["ftfy"] = real
     return sys.modules[name].PromptProcessor(str(tokenizer_folder))

@@ -2,8 +2,8 @@
 pipeline (pipeline="outetts") against outetts 0.4.4's own DacInterface on random weights
 (small, and the released size): codes equal through every branch (a clip shorter than the
 loudness block, one 5 s window, three windows with a ragged last, a peak-limited input), each
-item's codes in a batch as alone, audio within 1e-4 through the 2048-frame decode chunks; the
-title, licence and preset; what the pipeline refuses."""
+item's codes (and audio) in a batch as alone, audio within 1e-4 through the 2048-frame decode
+chunks; the title, licence and preset; what the pipeline refuses."""
 
 import pytest
 import torch
@@ -48,6 +48,11 @@ def test_the_outetts_pipeline_equals_outetts(small):
     batch = codec.encode(items, RATE)
     for i, want in enumerate(wants):
         assert torch.equal(batch.tokens[i, :, : batch.lengths[i]], want)
+    together = codec.decode(batch)  # each item decoded, faded and normalised as alone
+    for i, want in enumerate(wants):
+        alone = codec.decode(want[None])[0, 0]
+        n = min(alone.numel(), int(batch.num_samples[i]))
+        torch.testing.assert_close(together[i, 0, :n], alone[:n], rtol=0, atol=1e-5)
     # the loudness and the windows are what OuteTTS's codes carry
     assert not torch.equal(plain.encode(items[2], RATE).tokens[0], wants[2])
     g = torch.Generator().manual_seed(5)

@@ -126,9 +126,9 @@ class DacCodec(Codec):
                       ) -> torch.Tensor:
         """What the decoder gives for each item's frames (config.decoded_samples), at most the
         samples it was encoded from when known."""
-        frames = self.config.decoded_samples
-        out = torch.tensor([outetts.decoded_length(n, frames) if self.pipeline == "outetts"
-                            else frames(n) for n in lengths.cpu().tolist()])
+        decoded = self.config.decoded_samples
+        out = torch.tensor([outetts.decoded_length(n, decoded) if self.pipeline == "outetts"
+                            else decoded(n) for n in lengths.cpu().tolist()])
         return out if num_samples is None else torch.minimum(num_samples.cpu(), out)
 
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:

@@ -71,35 +71,36 @@ def decoded_length(frames: int, decoded_samples: Callable[[int], int]) -> int:
 
 def encode_items(items: list, encode_by_length: Callable, hop: int) -> list[torch.Tensor]:
     """Tokens [K, T_i] per item (AudioItem, mono at 24 kHz): normalised, then its 5 s windows
-    encoded (all items' windows of one length as one batch) and joined."""
-    windows, owner = [], []
-    for i, item in enumerate(items):
-        x = normalise_loudness(item.samples.reshape(-1))
-        for start in range(0, x.numel(), WINDOW_SAMPLES):
-            windows.append(replace(item, samples=x[start: start + WINDOW_SAMPLES]))
-            owner.append(i)
-    codes = encode_by_length(windows, [-(-w.samples.numel() // hop) * hop for w in windows])
-    return [torch.cat([c for c, o in zip(codes, owner, strict=True) if o == i], -1)
-            for i in range(len(items))]
+    encoded and joined. The items' n-th windows run together (those of one length as one
+    batch), so memory grows with the batch, not with an item's length."""
+    signals = [normalise_loudness(item.samples.reshape(-1)) for item in items]
+    codes: list[list[torch.Tensor]] = [[] for _ in items]
+    for start in range(0, max(x.numel() for x in signals), WINDOW_SAMPLES):
+        owners = [i for i, x in enumerate(signals) if x.numel() > start]
+        windows = [replace(items[i], samples=signals[i][start: start + WINDOW_SAMPLES])
+                   for i in owners]
+        lengths = [-(-w.samples.numel() // hop) * hop for w in windows]
+        for i, c in zip(owners, encode_by_length(windows, lengths), strict=True):
+            codes[i].append(c)
+    return [torch.cat(c, -1) for c in codes]
 
 
 def decode_batch(tokens: torch.Tensor, lengths: torch.Tensor, decode_by_length: Callable,
                  decoded_samples: Callable[[int], int], hop: int) -> torch.Tensor:
     """Audio [B, 1, T x hop] of tokens [B, K, T] (item b's first decoded_length(lengths[b])
-    samples, zeros after): every item's chunks decoded (those of one length as one batch),
-    faded, joined and normalised."""
-    pieces = [(b, s, min(CHUNK_FRAMES, n - s)) for b, n in enumerate(lengths.tolist())
-              for s in range(0, n, CHUNK_FRAMES)]
-    width = min(CHUNK_FRAMES, tokens.shape[-1])
-    chunks = tokens.new_zeros(len(pieces), tokens.shape[1], width)
-    for p, (b, s, m) in enumerate(pieces):
-        chunks[p, :, :m] = tokens[b, :, s: s + m]
-    audio = decode_by_length(chunks, torch.tensor([m for _, _, m in pieces]))
+    samples, zeros after): each item's chunks decoded and faded, joined and normalised. The
+    items' n-th chunks run together (those of one length as one batch)."""
+    n = lengths.tolist()
+    parts: list[list[torch.Tensor]] = [[] for _ in n]
+    for start in range(0, max(n, default=0), CHUNK_FRAMES):
+        owners = [b for b, m in enumerate(n) if m > start]
+        sizes = torch.tensor([min(CHUNK_FRAMES, n[b] - start) for b in owners])
+        audio = decode_by_length(tokens[owners, :, start: start + CHUNK_FRAMES], sizes)
+        for j, (b, m) in enumerate(zip(owners, sizes.tolist(), strict=True)):
+            parts[b].append(fade(audio[j, 0, : decoded_samples(m)].clone()))
     out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * hop, device=tokens.device)
-    for b in range(tokens.shape[0]):
-        parts = [fade(audio[p, 0, : decoded_samples(m)].clone())
-                 for p, (i, _, m) in enumerate(pieces) if i == b]
-        if parts:
-            whole = normalise_loudness(torch.cat(parts))
+    for b, p in enumerate(parts):
+        if p:
+            whole = normalise_loudness(torch.cat(p))
             out[b, 0, : whole.numel()] = whole.to(out.device)
     return out
