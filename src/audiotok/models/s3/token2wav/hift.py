@@ -102,17 +102,20 @@ class Source(nn.Module):
         self.l_linear = Linear(cfg.harmonics + 1, 1)
 
     def forward(self, f0: torch.Tensor, noise: HiftNoise) -> torch.Tensor:
-        cfg = self.cfg
-        uv = (f0 > cfg.voiced_threshold).float()[..., None]  # [B, N, 1]
-        if cfg.sine == "sinegen":
+        if self.cfg.sine == "sinegen":
             sines = self._sinegen(f0, noise.phase).transpose(1, 2)  # [B, N, 9]
             drawn = noise.noise.transpose(1, 2)
         else:
-            sines = self._sinegen2(f0)
-            drawn = noise.noise
+            sines, drawn = self._sinegen2(f0), noise.noise
+        return self.mix(sines, f0[..., None], drawn)
+
+    def mix(self, sines: torch.Tensor, f0: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        """sines [B, N, 9] where voiced (f0 [B, N, 1] over the threshold) plus noise [B, N, 9]
+        at the voiced or unvoiced amplitude, through `l_linear` and tanh -> [B, 1, N]."""
+        cfg = self.cfg
+        uv = (f0 > cfg.voiced_threshold).float()
         amp = uv * cfg.noise_std + (1 - uv) * cfg.sine_amp / 3
-        waves = sines * uv + amp * drawn
-        return torch.tanh(self.l_linear(waves)).transpose(1, 2)
+        return torch.tanh(self.l_linear(sines * uv + amp * noise)).transpose(1, 2)
 
     def _sinegen(self, f0: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
         """[B, 9, N]: amp sin(2 pi (cumsum_t(k f0 / sr) mod 1) + phase_k), k = 1..9."""

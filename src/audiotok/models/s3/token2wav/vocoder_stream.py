@@ -110,12 +110,8 @@ class ExactVocoder:
         right = here + (after - here) * w
         first = (torch.arange(u, device=self.mel.device) < u // 2)[None, None, :, None]
         phase = torch.where(first, left, right).flatten(1, 2)  # [B, 480 n, 9]
-        sines = torch.sin(phase) * cfg.sine_amp
         f0 = self._kept(self.f0, lo, hi).repeat_interleave(u, 1)[..., None]  # [B, 480 n, 1]
-        uv = (f0 > cfg.voiced_threshold).float()
-        amp = uv * cfg.noise_std + (1 - uv) * cfg.sine_amp / 3
-        waves = sines * uv + amp * self._noise(lo, hi)
-        return torch.tanh(self.hift.m_source.l_linear(waves)).transpose(1, 2)
+        return self.hift.m_source.mix(torch.sin(phase) * cfg.sine_amp, f0, self._noise(lo, hi))
 
     def _noise(self, lo: int, hi: int) -> torch.Tensor:
         """The noise [B, 480 (hi - lo), 9] of frames lo..hi, drawn in blocks as needed."""
