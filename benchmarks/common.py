@@ -23,6 +23,24 @@ def speech(seconds: float, rate: int) -> np.ndarray:
     return np.tile(x, int(np.ceil(seconds * rate / x.size)))[: int(seconds * rate)]
 
 
+def matmul_gflops(shapes: list[tuple[int, int, int]], repeats: int) -> dict:
+    """GFLOP/s of float32 torch.matmul [m, k] @ [k, n] per shape (median of `repeats`, after
+    an untimed call): the machine's product rate that a model's floor is measured against."""
+    import torch
+
+    out = {}
+    for m, k, n in shapes:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        a @ b
+        ts = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            a @ b
+            ts.append(time.perf_counter() - t)
+        out[f"{m}x{k} @ {k}x{n}"] = 2 * m * k * n / statistics.median(ts) / 1e9
+    return out
+
+
 def median_time(fn, repeats: int, warmup: bool = True) -> tuple[float, object]:
     """(median seconds of `repeats` calls, last result), after one untimed call."""
     if warmup:

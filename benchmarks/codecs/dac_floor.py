@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py, models.py
-from common import ROOT, parser
+from common import ROOT, matmul_gflops, parser
 
 sys.path.insert(0, str(ROOT))
 import audiotok  # noqa: E402
@@ -51,21 +51,6 @@ def count_macs(codec, frames: int) -> dict[str, int]:
     for h in handles:
         h.remove()
     return dict(macs)
-
-
-def matmul_gflops(shapes: list[tuple[int, int, int]], repeats: int) -> dict:
-    """GFLOP/s of torch.matmul [m, k] @ [k, n] per shape (median of `repeats`)."""
-    out = {}
-    for m, k, n in shapes:
-        a, b = torch.randn(m, k), torch.randn(k, n)
-        a @ b
-        ts = []
-        for _ in range(repeats):
-            t = time.perf_counter()
-            a @ b
-            ts.append(time.perf_counter() - t)
-        out[f"{m}x{k} @ {k}x{n}"] = 2 * m * k * n / statistics.median(ts) / 1e9
-    return out
 
 
 def main() -> None:

@@ -19,7 +19,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
-from common import ROOT, parser
+from common import ROOT, matmul_gflops, parser
 
 sys.path.insert(0, str(ROOT))
 
@@ -31,22 +31,14 @@ def _sdpa_flops(query, key, value, *args, out_shape=None, **kwargs) -> int:
     return 2 * b * h * length * key[-2] * (e + value[-1])
 
 
-def matmul_rate(rows: int, threads: int, repeats: int = 5) -> float:
-    """GFLOP/s of float32 torch.matmul at the U-Net's shapes: its 256-wide activations through
-    the attention projections (256 -> 512) and the feed-forward (256 -> 1024 -> 256)."""
-    torch.set_num_threads(threads)
-    shapes = [(256, 512), (512, 256), (256, 1024), (1024, 256)]
-    xs = [(torch.randn(rows, k), torch.randn(k, n)) for k, n in shapes]
-    flops = sum(2 * rows * k * n for k, n in shapes)
-    for a, b in xs:
-        a @ b
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        for a, b in xs:
-            a @ b
-        times.append(time.perf_counter() - t)
-    return flops / statistics.median(times) / 1e9
+def matmul_rate(rows: int, repeats: int = 5) -> float:
+    """GFLOP/s of float32 torch.matmul over the U-Net's main shapes together: its 256-wide
+    activations through the attention projections (256 -> 512) and the feed-forward
+    (256 -> 1024 -> 256)."""
+    shapes = [(rows, 256, 512), (rows, 512, 256), (rows, 256, 1024), (rows, 1024, 256)]
+    rates = matmul_gflops(shapes, repeats)
+    flops = [2 * m * k * n / 1e9 for m, k, n in shapes]
+    return sum(flops) / sum(f / r for f, r in zip(flops, rates.values(), strict=True))
 
 
 def main() -> None:
@@ -87,7 +79,7 @@ def main() -> None:
             flow()
             times.append(time.perf_counter() - t)
     measured = statistics.median(times)
-    rate = matmul_rate(2 * frames, args.threads)
+    rate = matmul_rate(2 * frames)
     out = {"cpu": this_cpu().describe(), "threads": args.threads, "seconds": args.seconds,
            "prompt": args.prompt, "mel_frames": frames, "flow_gflop": round(total / 1e9, 1),
            "gflop_by_op": {k: round(v / 1e9, 1) for k, v in sorted(by_op.items())},
