@@ -11,13 +11,15 @@ from tests.models.dac import reference
 CONFIGS = {"tiny": reference.TINY, "tiny_odd": reference.TINY_ODD,
            "44khz": reference.FULL_44, "24khz": reference.FULL_24,
            "speech": reference.SPEECH, "speech_small": reference.SPEECH_SMALL}
-NAMES = dict.fromkeys(("speech", "speech_small"), "weights_24khz_1.5kbps_v1.0.pth")  # (the hub's)
+# DAC.speech: its hub file's name, and no transformers form (its tests use the package's file)
+SPEECH = dict.fromkeys(("speech", "speech_small"), "weights_24khz_1.5kbps_v1.0.pth")
 
 
 @pytest.fixture(scope="session")
 def dac_refs(tmp_path_factory):
     """name -> SimpleNamespace(ref: the dac package's model, hf: transformers' model,
-    pth: its weights.pth, hf_dir: the transformers folder), built on first use."""
+    pth: its weights.pth, hf_dir: the transformers folder; hf and hf_dir None for DAC.speech),
+    built on first use."""
     try:
         reference.import_dac()  # (the stand-ins first on sys.path)
     except ImportError as e:
@@ -29,13 +31,13 @@ def dac_refs(tmp_path_factory):
         if name not in built:
             kwargs = CONFIGS[name]
             model = reference.dac_model(kwargs)
-            hf = reference.hf_model(model, kwargs)
+            hf = None if name in SPEECH else reference.hf_model(model, kwargs)
             folder = tmp_path_factory.mktemp(f"dac_{name}")
             built[name] = SimpleNamespace(
                 ref=model, hf=hf, kwargs=kwargs,
                 pth=reference.save_pth(model, kwargs, folder / "orig",
-                                       NAMES.get(name, "weights.pth")),
-                hf_dir=reference.save_hf(hf, folder / "hf"))
+                                       SPEECH.get(name, "weights.pth")),
+                hf_dir=None if hf is None else reference.save_hf(hf, folder / "hf"))
         return built[name]
 
     return get
