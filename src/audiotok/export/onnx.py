@@ -43,6 +43,7 @@ from ..errors import AudiotokError
 from ..nn.streaming import streaming, streaming_modules
 from ..nn.tracing import graph_export
 from ..streaming.spec import LAYERS
+from .onnx_direct import direct_translation
 
 FORMAT = "audiotok-onnx"
 FORMAT_VERSION = 2  # 2: a causal codec's whole-input graphs may be left out (offline_graphs)
@@ -256,9 +257,10 @@ def export_graph(module, args, path: Path, inputs, outputs, dynamic, facts) -> s
     `<name>.data` beside it (ONNX's protobuf limit), which runtimes load from the same folder."""
     if isinstance(dynamic, dict):  # by input name -> by position
         dynamic = tuple(dynamic[name] for name in inputs)
-    program = torch.onnx.export(module, args, dynamic_shapes=dynamic, input_names=inputs,
-                                output_names=outputs, dynamo=True, external_data=False,
-                                verbose=False, optimize=False)
+    with direct_translation():
+        program = torch.onnx.export(module, args, dynamic_shapes=dynamic, input_names=inputs,
+                                    output_names=outputs, dynamo=True, external_data=False,
+                                    verbose=False, optimize=False)
     _optimize(program.model)
     for key, value in facts.items():
         program.model.metadata_props[key] = value if isinstance(value, str) else json.dumps(value)

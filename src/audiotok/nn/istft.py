@@ -54,10 +54,9 @@ class ISTFTHead(nn.Module):
         n = self.n_fft
         k = torch.arange(n // 2 + 1, dtype=torch.float64)[:, None]
         angle = 2 * torch.pi * ((k * torch.arange(n, dtype=torch.float64)) % n) / n
-        weight = torch.full_like(k, 2.0 / n)
-        weight[0] = weight[-1] = 1.0 / n  # DC and Nyquist (n even) appear once
-        sin = -weight * angle.sin()
-        sin[0] = sin[-1] = 0.0  # irfft ignores the imaginary parts of DC and Nyquist
+        edge = (k == 0) | (k == n // 2)  # DC and Nyquist (n even): they appear once, and
+        weight = torch.full_like(k, 2.0 / n).where(~edge, 1.0 / n)  # irfft ignores their
+        sin = (-weight * angle.sin()).where(~edge, 0.0)  # imaginary parts
         cos, sin = (weight * angle.cos()).float(), sin.float()
         return (magnitude * phase.cos()) @ cos + (magnitude * phase.sin()) @ sin
 
