@@ -18,7 +18,7 @@ The rewrites:
   casts back, the functional one would not);
 - the Python operators' ATen names (__and__, __or__, __xor__) -> bitwise_and/or/xor;
 - x.to(dtype) on the same device -> _to_copy(x, dtype) (what the decomposition gives);
-- square(x) -> mul(x, x); conv_transpose1d/2d -> convolution(transposed=True);
+- square(x) -> pow(x, 2); conv_transpose1d/2d -> convolution(transposed=True);
 - real(z), imag(z) -> select(view_as_real(z), -1, 0 or 1); rsub(x, c) -> add(neg(x), c).
 """
 
@@ -83,7 +83,7 @@ def _rewrite(node, implemented, inserted: list) -> bool:
         node.target, node.args, node.kwargs = aten._to_copy.default, node.args[:1], \
             {"dtype": out.dtype}
     elif op is aten.square.default:
-        node.target, node.args = aten.mul.Tensor, (node.args[0], node.args[0])
+        node.target, node.args = aten.pow.Tensor_Scalar, (node.args[0], 2)
     elif op in _TRANSPOSED:
         dims = _TRANSPOSED[op]
         x, w, b, stride, padding, output_padding, groups, dilation = (
