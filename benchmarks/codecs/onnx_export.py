@@ -2,13 +2,13 @@
 exporter's second trace skipped where that is exact), side by side in one process, and the two
 exports' results compared through the torch-free runtime.
 
-    python benchmarks/codecs/onnx_export.py --codec xcodec2 --threads 2
-    python benchmarks/codecs/onnx_export.py --codec s2 --threads 2 --rounds 1
+    python benchmarks/codecs/onnx_export.py --codec xcodec2 --threads 2 --repeats 2
+    python benchmarks/codecs/onnx_export.py --codec s2 --threads 2 --repeats 1
 
-Models: the full-size configurations with random weights (benchmarks/models.py). Rounds
-alternate which export goes first. Reports each export's median seconds, the ratio, and for the
-last round's two folders the runtime's tokens (equal or not) and largest audio difference on
-`--seconds` of speech (default 10).
+Models: the full-size configurations with random weights (benchmarks/models.py). `--repeats`
+rounds, which alternate which export goes first. Reports each export's median seconds, the
+ratio, and for the last round's two folders the runtime's tokens (equal or not) and largest
+audio difference on `--seconds` of speech (default 10).
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from models import random_weights
 def main() -> None:
     ap = parser(__doc__)
     ap.add_argument("--codec", default="xcodec2")
-    ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
@@ -44,7 +43,7 @@ def main() -> None:
     tested = onnx_direct.TESTED_TORCH
     times = {"direct": [], "usual": []}
     folders = {}
-    for r in range(args.rounds):
+    for r in range(args.repeats):
         for way in (("direct", "usual") if r % 2 == 0 else ("usual", "direct")):
             onnx_direct.TESTED_TORCH = tested if way == "direct" else ("none",)
             folder = args.workdir / f"onnx_export_{args.codec}_{way}"
@@ -61,7 +60,7 @@ def main() -> None:
     audio = {way: c.decode(codes["direct"]) for way, c in results.items()}
     direct, usual = statistics.median(times["direct"]), statistics.median(times["usual"])
     report = {
-        "codec": args.codec, "threads": args.threads, "rounds": args.rounds,
+        "codec": args.codec, "threads": args.threads, "rounds": args.repeats,
         "torch": torch.__version__, "cpu": this_cpu().describe(),
         "direct_s": round(direct, 1), "usual_s": round(usual, 1),
         "usual_over_direct": round(usual / direct, 2),
