@@ -12,6 +12,7 @@ from audiotok.export.onnx import export_graph
 from audiotok.nn.tracing import graph_export
 
 pytest.importorskip("onnxscript")
+onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 
@@ -59,6 +60,15 @@ class CastingInPlace(torch.nn.Module):
         return h.add_(x.double() / 3)  # float32 += float64: the in-place form casts back
 
 
+class MixedDtypes(torch.nn.Module):
+    """Operators whose operands differ in dtype: the type-promotion pass casts them."""
+
+    def forward(self, x):
+        steps = torch.arange(x.shape[-1], device=x.device)  # int64
+        count = (x > 0).sum(-1, keepdim=True)  # int64
+        return x * steps + count / 3 + x.argmax(-1, keepdim=True) * 0.5
+
+
 def program(module, x):
     with torch.no_grad(), graph_export():
         return torch.export.export(module, (x,), dynamic_shapes=({2: torch.export.Dim("t")},),
@@ -77,6 +87,8 @@ def onnx_equals_torch(module, tmp_path, name):
     with torch.no_grad(), graph_export():
         export_graph(module, (x,), tmp_path / f"{name}.onnx", ["x"], ["y"],
                      {"x": {0: torch.export.Dim("b"), 2: torch.export.Dim("t")}}, {})
+    graph = onnx.load(str(tmp_path / f"{name}.onnx")).graph  # no stack of the module's code
+    assert not any(__file__ in p.value for node in graph.node for p in node.metadata_props)
     session = ort.InferenceSession(str(tmp_path / f"{name}.onnx"))
     for shape in ((2, 2, 37), (3, 2, 101)):
         x = torch.randn(*shape)
@@ -102,6 +114,25 @@ def test_every_rewrite_takes_the_direct_path_and_equals_torch(tmp_path):
     assert all(n.target in implemented or n.target in onnx_direct._ASSERTIONS
                for n in p.graph.nodes if n.op == "call_function")
     onnx_equals_torch(module, tmp_path, "every")
+
+
+@pytest.mark.skipif(not torch.__version__.startswith(onnx_direct.TESTED_TORCH),
+                    reason="the direct path is for the torch versions it was checked against")
+def test_type_promotion_gives_the_exporters_casts_without_rerunning_the_graph(tmp_path):
+    from torch.onnx._internal.exporter import _fx_passes
+
+    module, graphs = MixedDtypes(), []
+    for promote in (onnx_direct._promote_types, _fx_passes.insert_type_promotion_nodes):
+        p = program(module, torch.randn(2, 2, 37))
+        assert onnx_direct._prepare(p, registry_ops())
+        p.graph_module.recompile()
+        promote(p.graph_module)
+        graphs.append([(n.name, str(n.target), str(n.args), str(n.kwargs),
+                        str(getattr(n.meta.get("val"), "dtype", None)),
+                        str(getattr(n.meta.get("val"), "shape", None))) for n in p.graph.nodes])
+    assert graphs[0] == graphs[1]
+    assert sum("convert_element_type" in node[1] for node in graphs[0]) >= 3
+    onnx_equals_torch(module, tmp_path, "mixed")
 
 
 @pytest.mark.parametrize("module", [ReadThroughAnEarlierView(), MutatedThroughAView(),

@@ -252,12 +252,24 @@ def _optimize(model) -> None:
     onnx_fusions.fuse(model)
 
 
+@contextlib.contextmanager
+def _no_stack_traces():
+    """Trace without recording each node's Python stack: the exporter would write it into every
+    ONNX node's metadata (the exporting machine's file paths, an eighth of an encoder's file)."""
+    before = torch.fx.config.do_not_emit_stack_traces
+    torch.fx.config.do_not_emit_stack_traces = True
+    try:
+        yield
+    finally:
+        torch.fx.config.do_not_emit_stack_traces = before
+
+
 def export_graph(module, args, path: Path, inputs, outputs, dynamic, facts) -> str:
     """Trace `module` and save it at `path` with `facts` as metadata; weights over 2 GB go to
     `<name>.data` beside it (ONNX's protobuf limit), which runtimes load from the same folder."""
     if isinstance(dynamic, dict):  # by input name -> by position
         dynamic = tuple(dynamic[name] for name in inputs)
-    with direct_translation():
+    with direct_translation(), _no_stack_traces():
         program = torch.onnx.export(module, args, dynamic_shapes=dynamic, input_names=inputs,
                                     output_names=outputs, dynamo=True, external_data=False,
                                     verbose=False, optimize=False)

@@ -5,9 +5,10 @@ again (ExportedProgram.run_decompositions) to make it functional and to lower th
 has no translation for. When every operator of the first trace already has a translation, or
 has one after a rewrite of that node alone (below), the second trace changes nothing and costs
 more than the first. `direct_translation()` skips it for such graphs: each node is rewritten in
-place, the exporter's own type-promotion and assertion-removal passes run as they would, and a
-graph holding anything else (an operator without a translation, an in-place operator whose
-mutation something could observe, a higher-order operator) takes the exporter's usual path.
+place, the exporter's own type-promotion and assertion-removal passes run as they would (the
+first without re-running the nodes it leaves alone), and a graph holding anything else (an
+operator without a translation, an in-place operator whose mutation something could observe, a
+higher-order operator) takes the exporter's usual path.
 Only for the torch versions whose exporter internals this was checked against (TESTED_TORCH);
 with others every graph takes the usual path.
 
@@ -179,6 +180,27 @@ def _prepare(program, implemented) -> bool:
     return True
 
 
+def _promote_types(module: torch.fx.GraphModule) -> None:
+    """The exporter's type-promotion pass (explicit casts where an operator's operands differ
+    in dtype), reusing each node's traced value where the pass would re-run the node only to
+    learn it: the first trace's values are the re-run's (same fake tensors, same symbolic
+    shapes), and a node the pass changes is still re-run, as are the casts it inserts."""
+    from torch.onnx._internal.fx.passes import type_promotion as tp
+
+    class Promotion(tp._TypePromotionInterpreter):
+        def run_node(self, n):
+            if n.op != "call_function" or "val" not in n.meta:
+                return super().run_node(n)
+            with self._set_current_node(n):
+                if rule := tp.get_type_promotion_rule(n, self.type_promotion_table):
+                    self._maybe_promote_node(n, rule)
+            return self.env[n] if n in self.env else n.meta["val"]
+
+    promotion = tp.InsertTypePromotion(module)
+    promotion.interpreter = Promotion(module, tp.TypePromotionTable())
+    promotion.run()
+
+
 @contextlib.contextmanager
 def direct_translation() -> Iterator[None]:
     """Within this block, torch.onnx.export(dynamo=True) translates graphs that need no second
@@ -195,7 +217,7 @@ def direct_translation() -> Iterator[None]:
             return usual(program, registry=registry)
         module = program.graph_module
         module.recompile()
-        _fx_passes.insert_type_promotion_nodes(module)
+        _promote_types(module)
         program._graph_module = _fx_passes.remove_assertion_nodes(module)
         return program
 
