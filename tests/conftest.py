@@ -49,6 +49,16 @@ SLOW_FIRST = (
 )
 
 
+@pytest.fixture(autouse=True)
+def _suite_threads():
+    """Each test ends with the suite's torch threads: what a test runs can change the count
+    (a suite run found a worker at 2 after tests/eval/test_metrics.py's first test), and a
+    worker at 2 beside another oversubscribes the 2 cores for all its later tests."""
+    yield
+    if torch.get_num_threads() != THREADS:
+        torch.set_num_threads(THREADS)
+
+
 def pytest_collection_modifyitems(config, items):
     rank = {name: i for i, name in enumerate(SLOW_FIRST)}
     root = Path(__file__).parent.parent
