@@ -52,12 +52,14 @@ def povey_window(dtype=torch.float64, device=None) -> torch.Tensor:
     return (hann**0.85).to(device=device, dtype=dtype)
 
 
-def log_mel(audio: torch.Tensor, sample_rate: int, block: int = 4096) -> torch.Tensor:
+def log_mel(audio: torch.Tensor, sample_rate: int, block: int = 4096,
+            filters: torch.Tensor | None = None) -> torch.Tensor:
     """Log-mel frames [B, F, 80] (float32) of audio [B, L] already padded as the codec wants
-    (F = 1 + (L - 400) // 160), computed `block` frames at a time to bound memory."""
+    (F = 1 + (L - 400) // 160), computed `block` frames at a time to bound memory; `filters`:
+    mel_filters(sample_rate), made beforehand (an export then holds them as a constant)."""
     frames = audio.unfold(-1, FRAME, SHIFT)  # [B, F, 400], a view
     window = povey_window(device=audio.device)
-    filters = mel_filters(sample_rate, device=audio.device)
+    filters = (mel_filters(sample_rate) if filters is None else filters).to(audio.device)
     if exporting():  # one block (the length is symbolic)
         return _log_mel_frames(frames, window, filters)
     return torch.cat([_log_mel_frames(frames[:, i : i + block], window, filters)
@@ -89,7 +91,8 @@ def _power(frames: torch.Tensor) -> torch.Tensor:
 
 
 def semantic_features(audio: torch.Tensor, lengths: torch.Tensor, hop: int, sample_rate: int,
-                      centre: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
+                      centre: bool = True, filters: torch.Tensor | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
     """(features [B, T, 160] float32, valid mask [B, T] bool) for audio [B, P_max] whose item b
     has lengths[b] valid samples (a multiple of `hop`); T = P / hop frames per item.
 
@@ -101,7 +104,7 @@ def semantic_features(audio: torch.Tensor, lengths: torch.Tensor, hop: int, samp
     b, p_max = audio.shape
     inside = time_mask(lengths.to(audio.device), p_max)
     padded = F.pad(torch.where(inside, audio, torch.zeros_like(audio)), (half, half))
-    feats = log_mel(padded, sample_rate)  # [B, F_max, 80]
+    feats = log_mel(padded, sample_rate, filters=filters)  # [B, F_max, 80]
     n_frames = (lengths + 2 * half - FRAME) // SHIFT + 1
     valid = time_mask(n_frames.to(audio.device), feats.shape[1])
     # float32 statistics, as the reference computes them (numpy on float32 features)

@@ -26,7 +26,7 @@ from ...nn.tracing import exporting
 from ...nn.transformer import RMSNorm
 from ...nn.windows import map_windows
 from .config import XCodec2Config
-from .features import semantic_features
+from .features import mel_filters, semantic_features
 from .semantic import SemanticEncoder
 
 # -- acoustic encoder ---------------------------------------------------------------------------
@@ -268,6 +268,10 @@ class XCodec2Model(nn.Module):
         self.fc_encoder = Linear(cfg.quantization_dim, cfg.quantization_dim)
         self.quantizer = Quantizer(cfg)
         self.acoustic_decoder = Decoder(cfg)
+        # float64 on the CPU, also when the model is built on the meta device (checkpoint.py),
+        # and not a buffer: a dtype cast of the model must not round it
+        with torch.device("cpu"):
+            self.mel_filters = mel_filters(cfg.sampling_rate)
 
     def features(self, audio: torch.Tensor, lengths: torch.Tensor | None = None
                  ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -275,7 +279,8 @@ class XCodec2Model(nn.Module):
         cfg = self.config
         full = torch.full((audio.shape[0],), audio.shape[-1], device=audio.device)
         return semantic_features(audio[:, 0], full if lengths is None else lengths,
-                                 cfg.hop_length, cfg.sampling_rate, cfg.semantic_centre)
+                                 cfg.hop_length, cfg.sampling_rate, cfg.semantic_centre,
+                                 self.mel_filters)
 
     def encode(self, audio: torch.Tensor, lengths: torch.Tensor | None = None,
                features: torch.Tensor | None = None, mask: torch.Tensor | None = None
