@@ -197,7 +197,7 @@ def _promote_types(module: torch.fx.GraphModule) -> None:
             return self.env[n] if n in self.env else n.meta["val"]
 
     promotion = tp.InsertTypePromotion(module)
-    promotion.interpreter = Promotion(module, tp.TypePromotionTable())
+    promotion.interpreter = Promotion(module, promotion.interpreter.type_promotion_table)
     promotion.run()
 
 

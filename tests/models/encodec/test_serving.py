@@ -202,6 +202,7 @@ def test_48khz_over_http_and_websocket(codec48):
     """Offline encode (interleaved stereo PCM) and decode (with the scales, in JSON and in a
     .codes archive) over HTTP; encode and decode streams over the WebSocket, the scales as
     their own messages: all equal the library (the audio within SAME_MODEL)."""
+    from audiotok.audio import write_audio_bytes
     from audiotok.codes import load_codes_bytes
 
     x = stereo(60000, 5)
@@ -233,7 +234,8 @@ def test_48khz_over_http_and_websocket(codec48):
         assert r.status_code == 200, r.text
         wav = read_wav(r.content)
         assert wav.shape == (2, 60000)  # the decode above, as 16-bit PCM:
-        assert np.array_equal(wav, pcm16_round_trip(got[:, :60000]))
+        assert np.array_equal(wav, read_wav(write_audio_bytes(got[:, :60000].T, 48000, "WAV",
+                                                              "PCM_16")))
         r = client.post("/v1/decode", json={"tokens": t.tolist(), "scales": sc[:1].tolist()})
         assert r.status_code == 400 and "got 1 scales" in r.json()["error"]
         for bad in ([1.0, -2.0], ["a", "b"], [[1.0, 2.0], [1.0, 2.0]], 3):
@@ -296,17 +298,6 @@ def r_codes(client, pcm: bytes) -> bytes:
     """The .codes archive /v1/encode gives for interleaved stereo PCM."""
     return client.post("/v1/encode?pcm=f32le&sample_rate=48000&channels=2&format=codes",
                        content=pcm).content
-
-
-def pcm16_round_trip(x: np.ndarray) -> np.ndarray:
-    """[C, N] float as a 16-bit PCM WAV file holds it, read back."""
-    import io
-
-    import soundfile as sf
-
-    buf = io.BytesIO()
-    sf.write(buf, x.T, 48000, format="WAV", subtype="PCM_16")
-    return read_wav(buf.getvalue())
 
 
 def read_wav(data: bytes) -> np.ndarray:
