@@ -154,3 +154,15 @@ def ws_stream_decode(client, model: str, tokens: np.ndarray, pushes, **start
         while (msg := ws.receive()).get("bytes") is not None:
             pcm.append(np.frombuffer(msg["bytes"], "<f4"))
         return ready, np.concatenate(pcm), json.loads(msg["text"])
+
+
+# each `audio_N` input encoded and decoded alone, then all in one batch with the last length twice
+EACH_LENGTH_AND_A_BATCH = torch_free_script("""
+    lengths = [int(k[6:]) for k in d if k.startswith("audio_")]
+    for n in lengths:
+        r[f"codes_{n}"] = codec.encode(d[f"audio_{n}"]).tokens[0]
+        r[f"decoded_{n}"] = codec.decode(codec.encode(d[f"audio_{n}"]))[0, 0]
+    batch = codec.encode([d[f"audio_{n}"] for n in lengths + lengths[-1:]])  # a length twice
+    r["batch_codes"], r["batch_lengths"] = batch.tokens, batch.lengths
+    r["batch_audio"] = codec.decode(batch)
+""")

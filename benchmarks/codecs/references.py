@@ -338,6 +338,19 @@ def s3(args, variant: str | None) -> Side:
     return Side(path, {"s3tokenizer 0.3.0": package}, load={"variant": variant})
 
 
+def wavtokenizer(args, variant: str | None) -> Side:
+    """The released size (75 or 40 frames/s) on random weights, against the reference code
+    outetts 0.4.4 vendors (WavTokenizer's own: encode_infer, codes_to_features + decode)."""
+    from tests.models.wavtokenizer import reference
+
+    spec = {"75": reference.FULL_75, "40": reference.FULL_40}[variant or "75"]
+    ref = reference.build(spec)
+    path = reference.save_ckpt(ref, args.workdir / f"wavtokenizer_{variant or '75'}_full"
+                               / "model.ckpt")
+    return Side(path, {"WavTokenizer (outetts 0.4.4)": lambda ours: Impl(
+        lambda x: reference.codes(ref, x[:, 0]), lambda c: reference.decode(ref, c))})
+
+
 def _golden(file: str, keys: list[str]) -> dict:
     with np.load(ROOT / "tests" / "data" / file) as z:
         return {k: z[k] for k in keys}
@@ -355,11 +368,11 @@ REFERENCES: dict[str, Callable[..., Side]] = {
     "s2": s2, "xcodec2": xcodec2, "dac": dac, "dac-outetts": dac_outetts, "snac": snac,
     "mimi": mimi, "encodec": encodec,
     "neucodec": neucodec, "distill-neucodec": distill_neucodec, "qwen3-tts": qwen3_tts,
-    "s3": s3,
+    "s3": s3, "wavtokenizer": wavtokenizer,
 }
 # the entries --isolated runs: their references load from the checkpoint, and they name golden
 # signals for the precision study
 ISOLATED = ("s2", "xcodec2")
 VARIANTS = {"dac": ("44khz", "24khz", "speech"), "snac": ("24khz", "32khz"),
             "encodec": ("24khz", "32khz", "48khz"),
-            "s3": ("v1", "v1_25hz", "v2_25hz", "v3_25hz")}
+            "s3": ("v1", "v1_25hz", "v2_25hz", "v3_25hz"), "wavtokenizer": ("75", "40")}

@@ -117,9 +117,9 @@ class Checkpoint:
     @cached_property
     def tensor_names(self) -> list[str]:
         """Tensor names of a safetensors weights file (its header only) or of a folder's
-        `pytorch_model.bin` / a `.bin` or `.pt` file (a torch state dict, memory-mapped); [] for
-        other files."""
-        if self.suffix in (".bin", ".pt") and self.weights.is_file():
+        `pytorch_model.bin` / a `.bin`, `.pt` or `.ckpt` file (a torch state dict, or the
+        `state_dict` in one, memory-mapped); [] for other files."""
+        if self.suffix in (".bin", ".pt", ".ckpt") and self.weights.is_file():
             from ..checkpoint import read_torch
             from ..errors import CheckpointError
 

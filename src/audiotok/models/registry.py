@@ -20,6 +20,7 @@ FOLDERS = (
     "neucodec",
     "distill_neucodec",
     "s3",
+    "wavtokenizer",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

@@ -58,13 +58,13 @@ def test_long_audio_encodes_in_overlapping_windows(enc32_ref, monkeypatch):
     widened by their reach and its edge frames dropped, then the LSTM on the whole: the
     package's codes, in a batch of two lengths too, the one pass's latents (within ROUNDING)
     and the one-pass codes."""
-    from audiotok.models.encodec import windows
+    from audiotok.nn import seanet
 
     codec = audiotok.load(enc32_ref.th)
     assert codec.encode_piece_seconds == 2.0
     used = []
-    real = windows.latents_in_windows
-    monkeypatch.setattr(windows, "latents_in_windows",
+    real = seanet.latents_in_windows
+    monkeypatch.setattr(seanet, "latents_in_windows",
                         lambda *a: used.append(a[1].shape[-1]) or real(*a))
     items = [noise(n, 40 + i)[0] for i, n in enumerate((128000 + 77, 248843))]
     codes = codec.encode(items, 32000)
@@ -75,7 +75,7 @@ def test_long_audio_encodes_in_overlapping_windows(enc32_ref, monkeypatch):
     with torch.inference_mode():
         for n in (128077, 106231):  # (the second: windows of 1 s)
             x = noise(n, 7)
-            got = real(codec.model, x, 64000 if n > 120000 else 32000)
+            got = real(codec.model.encoder, x, 64000 if n > 120000 else 32000)
             assert (got - codec.model.encoder(x)).abs().max() <= ROUNDING, n
     codec.encode_piece_seconds = None  # one pass
     assert torch.equal(codec.encode(items, 32000).tokens, codes.tokens)

@@ -11,19 +11,16 @@ import numpy as np
 import pytest
 import torch
 
-from tests.helpers import export_onnx_cli, onnx_graph_facts, run_torch_free, torch_free_script
+from tests.helpers import (
+    EACH_LENGTH_AND_A_BATCH,
+    export_onnx_cli,
+    onnx_graph_facts,
+    run_torch_free,
+    torch_free_script,
+)
 
 pytest.importorskip("onnxruntime")
 
-TORCH_FREE = torch_free_script("""
-    lengths = [int(k[6:]) for k in d if k.startswith("audio_")]
-    for n in lengths:
-        r[f"codes_{n}"] = codec.encode(d[f"audio_{n}"]).tokens[0]
-        r[f"decoded_{n}"] = codec.decode(codec.encode(d[f"audio_{n}"]))[0, 0]
-    batch = codec.encode([d[f"audio_{n}"] for n in lengths + lengths[-1:]])  # a length twice
-    r["batch_codes"], r["batch_lengths"] = batch.tokens, batch.lengths
-    r["batch_audio"] = codec.decode(batch)
-""")
 
 LENGTHS = (1, 2, 319, 320, 321, 967, 3201, 24000)
 
@@ -48,7 +45,8 @@ def test_torch_free_runtime_equals_the_torch_codec(enc_ref, tmp_path):
     audio = {n: 0.2 * torch.randn(n, generator=g) for n in lengths}
     inputs = {f"audio_{n}": x.numpy() for n, x in audio.items()}
     np.savez(tmp_path / "inputs.npz", **inputs)
-    z = run_torch_free(TORCH_FREE, out, tmp_path / "inputs.npz", tmp_path, "not stated")
+    z = run_torch_free(EACH_LENGTH_AND_A_BATCH, out, tmp_path / "inputs.npz", tmp_path,
+                       "not stated")
     for n, x in audio.items():
         codes = codec.encode(x, rate)
         assert np.array_equal(z[f"codes_{n}"], codes.tokens[0].numpy()), n

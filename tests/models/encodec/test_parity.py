@@ -185,7 +185,7 @@ def test_the_code_search_products_are_the_packages_sums(rule, monkeypatch):
     """The search's 2 x @ embed^T: from 8 rows on, under the oneDNN rule, by oneDNN, whose sums
     at EnCodec's width (128) are MKL's bit for bit on the CPUs measured; below 8 rows, and
     under the MKL rule, the package's own call."""
-    from audiotok.models.encodec import model
+    from audiotok.nn import seanet
     from audiotok.nn.kernels import products
     from audiotok.nn.kernels.ruleset import use_rules
 
@@ -198,5 +198,5 @@ def test_the_code_search_products_are_the_packages_sums(rule, monkeypatch):
     with use_rules(products=rule):
         for rows in (1, 7, 8, 150, 751):
             x = 3 * torch.randn(rows, 128, generator=g)
-            assert torch.equal(model._doubled_products(x, embed), 2 * x @ embed.t()), rows
+            assert torch.equal(seanet._doubled_products(x, embed), 2 * x @ embed.t()), rows
     assert by_onednn == ([8, 150, 751] if rule == "onednn" else [])

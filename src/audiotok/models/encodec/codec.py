@@ -133,7 +133,7 @@ class EncodecCodec(Codec):
     def _encode_mono(self, audio: torch.Tensor) -> torch.Tensor:
         """model.encode(audio); on the CPU, audio of 2 pieces or more in pieces: the causal
         model's through its stream chain (stream.latents_in_pieces), the 32 kHz one's in
-        overlapping windows (windows.py). A piece's activations stay in the caches from layer
+        overlapping windows (nn/seanet.py). A piece's activations stay in the caches from layer
         to layer, where one pass streams every layer's through memory (docs/codecs/encodec.md,
         speed). The latents are the one pass's bit for bit at all but a few lengths, within
         1e-7 there (docs/codecs/encodec.md), so the codes are the same but at a near tie."""
@@ -147,9 +147,10 @@ class EncodecCodec(Codec):
 
             latents = latents_in_pieces(self.model, audio, piece)
         else:
-            from .windows import latents_in_windows
+            from ...nn import seanet
 
-            latents = latents_in_windows(self.model, audio, piece)
+            latents = seanet.latents_in_windows(self.model.encoder, audio.to(self.model.dtype),
+                                                piece)
         return self.model.quantizer.encode(latents.float(), self.model.encode_levels)
 
     def _decode_batch(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

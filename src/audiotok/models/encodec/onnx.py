@@ -2,7 +2,7 @@
 last frame is in the graph, so the manifest's `encode_input: "samples"` tells the runtime to feed
 each item's samples as they are, items of one length as a batch -> codes [B, K, ceil(N / hop)],
 K the codebooks the codec was loaded with) and decoder (codes [B, K, T] -> audio
-[B, 1, T * hop]). The LSTMs are ONNX LSTM nodes (model.py's _onnx_lstm). The 48 kHz model's
+[B, 1, T * hop]). The LSTMs are ONNX LSTM nodes (nn/seanet.py's _onnx_lstm). The 48 kHz model's
 graphs take one segment (segments.py): the encoder's audio [B, 2, n <= 48000] -> codes and
 the segment's scales [B] (the normalisation in the graph), the decoder's codes -> unscaled
 audio [B, 2, 320 t]; the manifest's frame rule ("segments:48000:47520") and `channels` tell

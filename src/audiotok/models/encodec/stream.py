@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from ...nn.kernels import reflect_pad
+from ...nn.seanet import SLSTM, ResnetBlock, SConv1d, SConvTranspose1d
 from ...nn.stream_steps import (
     Chain,
     ConvTranspose,
@@ -31,7 +32,7 @@ from ...nn.stream_steps import (
     build,
     cat,
 )
-from .model import SLSTM, EncodecModel, ResnetBlock, SConv1d, SConvTranspose1d
+from .model import EncodecModel
 
 
 class _ReflectConv(Step):
