@@ -19,8 +19,12 @@ def test_s2_reduced_precision(s2_golden, dtype, min_tokens, min_snr):
     codec = audiotok.load(S2_TINY / "codec.pth", dtype=dtype)
     m = codec.model
     assert m.decoder.model[1].block[1].conv.weight.dtype == dtype
-    for island in m.float32_islands():
-        assert all(p.dtype == torch.float32 for p in island.parameters())
+    full = audiotok.load(S2_TINY / "codec.pth").model
+    for island, same in zip(m.float32_islands(), full.float32_islands(), strict=True):
+        # float32, and never rounded to the reduced type on the way
+        for (name, p), q in zip(island.state_dict().items(), same.state_dict().values(),
+                                strict=True):
+            assert p.dtype == torch.float32 and torch.equal(p, q), name
     codes = codec.encode(s2_golden["audio_352805"])
     same = (codes.tokens[0].numpy() == s2_golden["codes_352805"]).mean()
     audio = codec.decode(s2_golden["codes_352805"])
@@ -39,7 +43,7 @@ def test_xcodec2_bfloat16(xc_golden):
     codes = codec.encode(xc_golden["n144000_waveform"])
     same = (codes.tokens[0].numpy() == xc_golden["n144000_codes"][0]).mean()
     audio = codec.decode(xc_golden["n144000_codes"][0])
-    assert same >= 0.5  # an index needs all 8 FSQ digits equal; measured 0.64
+    assert same >= 0.5  # an index needs all 8 FSQ digits equal; measured 0.65
     assert snr_db(xc_golden["n144000_audio"], audio.numpy()) >= 30.0
     lengths = xc_golden["batch_lengths"].tolist()
     batch = codec.encode([xc_golden["batch_waveforms"][i, 0, :n] for i, n in enumerate(lengths)])

@@ -39,6 +39,8 @@ def main() -> None:
     p = parser(__doc__)
     p.add_argument("--prompt", type=float, default=3.0, help="seconds of voice prompt")
     p.add_argument("--stream", action="store_true", help="time the chunk-aware stream")
+    p.add_argument("--bfloat16", action="store_true",
+                   help="also audiotok with the flow in bfloat16 (the vocoder in float32)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     from audiotok.models.s3.token2wav.config import COSYVOICE2
@@ -70,20 +72,29 @@ def main() -> None:
         audio, _ = hift.inference(speech_feat=mel)
         return audio[0], t1 - t0, time.perf_counter() - t1
 
-    def audiotok_run():
+    def audiotok_run(model=ours):
         t0 = time.perf_counter()
         gen = torch.Generator().manual_seed(0)
-        noise = ours.noise(2 * (n_prompt + n_tokens), gen)
-        mel = ours.flow(tokens, voice.tokens[None], voice.mel[None], voice.embedding[None], noise)
+        noise = model.noise(2 * (n_prompt + n_tokens), gen)
+        mel = model.flow(tokens, voice.tokens[None], voice.mel[None], voice.embedding[None],
+                         noise)
         t1 = time.perf_counter()
         from audiotok.models.s3.token2wav.hift import HiftNoise
 
-        audio = ours.hift(mel, HiftNoise.draw(ours.hift.config, 1, mel.shape[-1], gen))
+        audio = model.hift(mel, HiftNoise.draw(model.hift.config, 1, mel.shape[-1], gen))
         return audio[0, 0], t1 - t0, time.perf_counter() - t1
 
     if args.stream:
         return stream(args, flow, hift, ours, cfg, voice, tokens)
     runs = {"cosyvoice2": reference, "audiotok": audiotok_run}
+    if args.bfloat16:  # the codec's islands: the vocoder in float32
+        import copy
+
+        from audiotok.nn.precision import set_precision
+
+        half = copy.deepcopy(ours)
+        set_precision(half, torch.bfloat16, [half.hift])
+        runs["audiotok bfloat16"] = lambda: audiotok_run(half)
     times = {k: ([], []) for k in runs}
     out = {}
     with torch.inference_mode():
@@ -94,6 +105,11 @@ def main() -> None:
                 times[name][0].append(t_flow)
                 times[name][1].append(t_hift)
     diff = float((out["audiotok"] - out["cosyvoice2"]).abs().max())
+    if args.bfloat16:
+        err = out["audiotok bfloat16"] - out["audiotok"]
+        snr = float(10 * torch.log10(out["audiotok"].pow(2).sum() / err.pow(2).sum()))
+        print(f"bfloat16 against float32: max abs difference {float(err.abs().max()):.2e}, "
+              f"SNR {snr:.1f} dB")
     rows = {k: {"flow_s": statistics.median(f), "hift_s": statistics.median(h)}
             for k, (f, h) in times.items()}
     cpu = this_cpu().describe()
@@ -111,7 +127,9 @@ def main() -> None:
                                          "max_abs_diff": diff, "args": {
                                              "seconds": args.seconds, "prompt": args.prompt,
                                              "threads": args.threads,
-                                             "repeats": args.repeats}}, indent=1))
+                                             "repeats": args.repeats},
+                                         **({"bfloat16_snr_db": snr} if args.bfloat16 else {})},
+                                        indent=1))
 
 
 def stream(args, flow, hift, ours, cfg, voice, tokens) -> None:

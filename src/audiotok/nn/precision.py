@@ -38,14 +38,22 @@ def run_in(module: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def set_precision(model: nn.Module, dtype: torch.dtype, islands: list[nn.Module]) -> nn.Module:
-    """Cast `model` to `dtype`, then its `islands` back to float32. In reduced precision on a
+    """Cast `model` to `dtype` but for its `islands`, which keep their float32 values (they
+    are never rounded to `dtype` on the way). In reduced precision on a
     CPU whose oneDNN has no convolution kernels for it, torch's own zero-padded Conv1d and
     (undilated) ConvTranspose1d modules in that dtype become audiotok's (nn/conv.py: the same
     parameters), whose kernels run such convolutions in float32 and round
     (nn/kernels/convs.py, in_float32)."""
     if not dtype.is_floating_point:
         raise ValueError(f"dtype must be a floating type, got {dtype}")
-    model.to(dtype=dtype)
+    keep = {id(m) for island in islands for m in island.modules()}
+
+    def cast(t: torch.Tensor) -> torch.Tensor:
+        return t.to(dtype) if t.is_floating_point() else t
+
+    for m in model.modules():
+        if id(m) not in keep:
+            m._apply(cast, recurse=False)  # (its own tensors; an LSTM re-points its weights)
     for island in islands:
         island.float()
     if dtype != torch.float32 and not reduced_conv_kernels(dtype):

@@ -6,6 +6,8 @@ AUDIO_PARITY under the same seed; pushes of any size give the same audio. The ex
 against decode(chunked=True), and its vocoder pushed in pieces against one whole run (and the
 reference-mode vocoder on a short mel); bad inputs refused."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -121,6 +123,24 @@ def test_the_exact_stream_equals_the_chunked_decode(cosyvoice, p, t):
     assert np.abs(got - want).max() <= AUDIO_PARITY and np.abs(want).max() > 0.01
     offline = codec.decode(tokens, voice=voice, seed=4)[0, 0].numpy()
     assert np.abs(offline - want).max() > 1e-3  # (the chunk masks change the flow's mel)
+
+
+def test_a_bfloat16_stream(cosyvoice):
+    """In bfloat16 (the flow; the vocoder in float32) the exact stream gives the chunked
+    decode's audio, of the same length as float32's and near it (the bound catches a broken
+    reduced path, not parity)."""
+    _, codec = cosyvoice
+    half = audiotok.load(Path(codec.source).parent, dtype="bfloat16")
+    voice = _voice(7)
+    tokens = torch.randint(0, 6561, (1, 1, 40), generator=torch.Generator().manual_seed(9))
+    want = half.decode(tokens, voice=voice, seed=4, chunked=True)[0, 0]
+    with half.stream_decoder(voice=voice, seed=4, exact=True) as dec:
+        got = torch.cat([dec.push(tokens[..., a: a + 6]) for a in range(0, 40, 6)]
+                        + [dec.flush()], -1)[0, 0]
+    full = codec.decode(tokens, voice=voice, seed=4, chunked=True)[0, 0]
+    assert got.shape == want.shape == full.shape == (960 * 40,)
+    assert (got - want).abs().max() <= AUDIO_PARITY
+    assert 10 * torch.log10(full.pow(2).sum() / (want - full).pow(2).sum()) > 30
 
 
 def test_the_vocoder_stream_equals_one_whole_run(cosyvoice):

@@ -218,5 +218,13 @@ class S3Model(nn.Module):
         return self.quantizer(hidden), lengths
 
     def float32_islands(self) -> list[nn.Module]:
-        """Kept in float32 under reduced precision: the quantizer (its search decides codes)."""
-        return [self.quantizer]
+        """Kept in float32 under reduced precision: the quantizer (its search decides codes);
+        with token-to-audio, the vocoder (its excitation accumulates phase over the whole
+        signal) and the speaker encoder. The flow runs in the reduced dtype, its Euler state in
+        float32 (token2wav/flow.py)."""
+        islands: list[nn.Module] = [self.quantizer]
+        if self.token2wav is not None:
+            islands.append(self.token2wav.hift)
+            if isinstance(self.token2wav.speaker_encoder, nn.Module):  # (not ONNX Runtime's)
+                islands.append(self.token2wav.speaker_encoder)
+        return islands

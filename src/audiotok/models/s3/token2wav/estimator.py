@@ -174,8 +174,9 @@ class Estimator(nn.Module):
                 spks: torch.Tensor, cond: torch.Tensor, chunk: int = 0) -> torch.Tensor:
         """x, mu, cond [B, 80, T]; mask [B, 1, T] (1.0 inside the item); t [B]; spks [B, 80];
         chunk > 0: attention within chunks of `chunk` frames and those before -> velocity
-        [B, 80, T]."""
-        t_emb = self.time_mlp(time_embedding(t, self.dim_in).to(t.dtype))
+        [B, 80, T]. t may be float32 where the rest is in a reduced dtype (its embedding is
+        computed in t's dtype, then cast)."""
+        t_emb = self.time_mlp(time_embedding(t, self.dim_in).to(self.dtype))
         h = torch.cat([x, mu, spks[:, :, None].expand(-1, -1, x.shape[-1]), cond], 1)
         keep = chunked(mask.bool(), chunk).to(mask.dtype)  # [B, 1 or T, T]
         bias = ((1.0 - keep) * -1.0e10)[:, None]
@@ -188,3 +189,7 @@ class Estimator(nn.Module):
         h = up(torch.cat([h, skip], 1), mask, t_emb, bias)
         h = self.final_block(up[2](h * mask), mask)
         return self.final_proj(h * mask) * mask
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.final_proj.weight.dtype

@@ -42,14 +42,15 @@ class Sampler(nn.Module):
         guided pair runs as rows of one estimator call: [conditioned; unconditioned]. chunk:
         the estimator's attention chunks (0: none)."""
         b = mu.shape[0]
-        zero = torch.zeros_like
-        mu2, spks2, cond2 = (torch.cat([y, zero(y)]) for y in (mu, spks, cond))
-        mask2 = torch.cat([mask, mask])
-        times = cosine_schedule(steps, mu.device).to(mu.dtype)
-        x = noise
+        dtype = self.estimator.dtype  # (in reduced precision the estimator's; the state,
+        zero = torch.zeros_like  # the guidance and the steps stay in float32)
+        mu2, spks2, cond2 = (torch.cat([y, zero(y)]).to(dtype) for y in (mu, spks, cond))
+        mask2 = torch.cat([mask, mask]).to(dtype)
+        times = cosine_schedule(steps, mu.device)
+        x = noise.float()
         for t, r in zip(times[:-1], times[1:], strict=True):
-            v = self.estimator(torch.cat([x, x]), mask2, mu2, t.expand(2 * b), spks2, cond2,
-                               chunk)
+            v = self.estimator(torch.cat([x, x]).to(dtype), mask2, mu2, t.expand(2 * b),
+                               spks2, cond2, chunk).float()
             v_cond, v_free = v[:b], v[b:]
             v = (1.0 + self.cfg_rate) * v_cond - self.cfg_rate * v_free
             x = x + (r - t) * v
@@ -76,19 +77,20 @@ class Flow(nn.Module):
         CosyVoice 2's chunk-aware mode (attention in chunks of `config.chunk` tokens and those
         before; what a stream computes); context: the `lookahead` tokens [B, 3] that follow
         (a stream's, not yet spoken; zeros stand for them otherwise)."""
-        spks = self.spk_embed_affine_layer(F.normalize(embedding, dim=1))
+        dtype = self.encoder_proj.weight.dtype
+        spks = self.spk_embed_affine_layer(F.normalize(embedding.float(), dim=1).to(dtype)).float()
         tokens = torch.cat([prompt_tokens, tokens], 1)
         lengths = torch.full((tokens.shape[0],), tokens.shape[1], device=tokens.device)
         chunk = self.config.chunk if streaming else 0
         h = self.encoder(self.input_embedding(tokens), lengths, chunk,
                          None if context is None else self.input_embedding(context))
-        mu = self.encoder_proj(h).transpose(1, 2)
+        mu = self.encoder_proj(h).transpose(1, 2).float()
         frames = mu.shape[-1]
         prompt = prompt_mel.shape[1]
         cond = torch.zeros_like(mu)
         cond[:, :, :prompt] = prompt_mel.transpose(1, 2)
         mask = torch.ones(mu.shape[0], 1, frames, dtype=mu.dtype, device=mu.device)
-        mel = self.decoder(noise[..., :frames].to(mu.dtype), mu, mask, spks, cond,
+        mel = self.decoder(noise[..., :frames], mu, mask, spks, cond,
                            steps or self.config.steps, TOKEN_MEL_RATIO * chunk)
         return mel[:, :, prompt:]
 
