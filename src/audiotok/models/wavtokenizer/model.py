@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ...nn.istft import ISTFTHead
+from ...nn.kernels import full_attention
 from ...nn.linear import Linear
 from ...nn.seanet import Encoder, EuclideanResidualVQ
 from .config import WavTokenizerConfig
@@ -44,7 +45,8 @@ class ResnetBlock(nn.Module):
 
 class AttnBlock(nn.Module):
     """x + proj_out(softmax(q^T k / sqrt(C)) applied to v), q, k, v 1x1 convolutions of
-    GroupNorm(x): one head over every frame."""
+    GroupNorm(x): one head over every frame (kernels.full_attention: the T x T scores are
+    never held whole, so memory grows with T, not T^2)."""
 
     def __init__(self, dim: int, groups: int):
         super().__init__()
@@ -53,10 +55,9 @@ class AttnBlock(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         h = self.norm(x)
-        q, k, v = self.q(h), self.k(h), self.v(h)
-        w = torch.bmm(q.transpose(1, 2), k) * (q.shape[1] ** -0.5)  # [B, T (query), T]
-        w = torch.softmax(w, dim=2)
-        return x + self.proj_out(torch.bmm(v, w.transpose(1, 2)))
+        q, k, v = (m(h).transpose(1, 2)[:, None] for m in (self.q, self.k, self.v))  # [B,1,T,C]
+        out = full_attention(q, k, v)[:, 0].transpose(1, 2)  # [B, C, T]
+        return x + self.proj_out(out)
 
 
 class AdaLayerNorm(nn.Module):
