@@ -41,6 +41,7 @@ SLOW_FIRST = (
     "tests/pipeline/test_tokenize.py",
     "tests/models/dac/test_outetts.py",
     "tests/models/encodec/test_48khz.py",
+    "tests/models/wavtokenizer/test_onnx.py",
     "tests/test_stream.py",
     "tests/models/dac/test_parity.py",
     "tests/server/test_page.py",
