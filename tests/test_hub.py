@@ -64,6 +64,7 @@ def cache_repo(cache, repo_id: str, files: dict):
     snapshot = repo / "snapshots" / COMMIT
     snapshot.mkdir(parents=True)
     for name, source in files.items():
+        (snapshot / name).parent.mkdir(parents=True, exist_ok=True)  # ("encoder/x.pt")
         shutil.copy(source, snapshot / name)
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text(COMMIT)

@@ -6,41 +6,56 @@ the right, all by reflection (an input shorter than the padding is zero-extended
 pad1d does).
 
 Module names are the reference's (`model.N.conv.conv`, `model.N.convtr.convtr`) with weight norm
-folded; the codebooks are one buffer, `embed` [n_q, bins, dim]. `cfg` is any object with the
-SEANet fields (SEANetShape)."""
+folded; the codebooks are one buffer, `embed` [n_q, bins, dim]. `cfg` is a SEANetConfig (or a
+family's config that extends it)."""
 
 from __future__ import annotations
 
 import math
-from typing import Protocol
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..errors import ConfigError
 from .conv import Conv1d, ConvTranspose1d
 from .kernels import derived, group_norm, reflect_pad, rule_product
 from .tracing import exporting
 
 
-class SEANetShape(Protocol):
-    """The fields a SEANet encoder and decoder are built from (the reference's arguments)."""
+@dataclass(frozen=True)
+class SEANetConfig:
+    """The SEANet encoder's and decoder's arguments, with the reference's defaults (a family's
+    config extends it with its own fields, or overrides a default by declaring it again)."""
 
-    channels: int
-    n_filters: int
-    ratios: tuple[int, ...]  # the decoder's order; the encoder's is reversed
-    dimension: int
-    causal: bool
-    norm: str  # "weight_norm" (folded) or "time_group_norm" (GroupNorm(1, C) after each conv)
-    lstm: int
-    kernel_size: int
-    last_kernel_size: int
-    residual_kernel_size: int
-    dilation_base: int
-    n_residual_layers: int
-    compress: int
-    true_skip: bool
-    trim_right_ratio: float
+    channels: int = 1
+    n_filters: int = 32
+    ratios: tuple[int, ...] = (8, 5, 4, 2)  # the decoder's order; the encoder's is reversed
+    dimension: int = 128
+    causal: bool = True
+    norm: str = "weight_norm"  # or "time_group_norm" (GroupNorm(1, C) after each convolution)
+    lstm: int = 2
+    kernel_size: int = 7
+    last_kernel_size: int = 7
+    residual_kernel_size: int = 3
+    dilation_base: int = 2
+    n_residual_layers: int = 1
+    compress: int = 2
+    true_skip: bool = False  # False: a 1x1 convolution as the residual blocks' shortcut
+    trim_right_ratio: float = 1.0
+
+    def __post_init__(self):
+        if self.norm not in ("weight_norm", "time_group_norm"):
+            raise ConfigError(f"norm must be weight_norm or time_group_norm, got {self.norm!r}")
+        if self.causal and self.norm == "time_group_norm":
+            raise ConfigError("GroupNorm over time is not causal")
+        if self.channels not in (1, 2):
+            raise ConfigError(f"channels must be 1 or 2, got {self.channels}")
+
+    @property
+    def hop_length(self) -> int:
+        return math.prod(self.ratios)
 
 
 class _Norm(nn.Module):
@@ -62,7 +77,7 @@ class SConv1d(nn.Module):
     """`conv`: nn.Conv1d (the reference's kernels, bit for bit: the encoder, whose latents
     decide the codes) or nn.conv.Conv1d (channels-last where faster: the decoder)."""
 
-    def __init__(self, cfg: SEANetShape, cin: int, cout: int, kernel: int, stride: int = 1,
+    def __init__(self, cfg: SEANetConfig, cin: int, cout: int, kernel: int, stride: int = 1,
                  dilation: int = 1, conv: type = nn.Conv1d):
         super().__init__()
         self.conv = _Norm(conv(cin, cout, kernel, stride, dilation=dilation), cout,
@@ -84,7 +99,7 @@ class SConv1d(nn.Module):
 
 
 class SConvTranspose1d(nn.Module):
-    def __init__(self, cfg: SEANetShape, cin: int, cout: int, stride: int):
+    def __init__(self, cfg: SEANetConfig, cin: int, cout: int, stride: int):
         super().__init__()
         self.convtr = _Norm(ConvTranspose1d(cin, cout, 2 * stride, stride), cout,
                             cfg.norm == "time_group_norm", "convtr")
@@ -103,7 +118,7 @@ class SConvTranspose1d(nn.Module):
 class ResnetBlock(nn.Module):
     """shortcut(x) + conv_1(ELU(conv_k,dilated(ELU(x)))), hidden width dim / compress."""
 
-    def __init__(self, cfg: SEANetShape, dim: int, dilation: int, conv: type):
+    def __init__(self, cfg: SEANetConfig, dim: int, dilation: int, conv: type):
         super().__init__()
         hidden = dim // cfg.compress
         self.block = nn.Sequential(nn.ELU(), SConv1d(cfg, dim, hidden, cfg.residual_kernel_size,
@@ -162,13 +177,13 @@ def _onnx_lstm(lstm: nn.LSTM, x: torch.Tensor) -> torch.Tensor:
     return x
 
 
-def _residuals(cfg: SEANetShape, dim: int, conv: type) -> list[nn.Module]:
+def _residuals(cfg: SEANetConfig, dim: int, conv: type) -> list[nn.Module]:
     return [ResnetBlock(cfg, dim, cfg.dilation_base ** j, conv)
             for j in range(cfg.n_residual_layers)]
 
 
 class Encoder(nn.Module):
-    def __init__(self, cfg: SEANetShape):
+    def __init__(self, cfg: SEANetConfig):
         super().__init__()
         dim = cfg.n_filters
         layers: list[nn.Module] = [SConv1d(cfg, cfg.channels, dim, cfg.kernel_size)]
@@ -186,7 +201,7 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    def __init__(self, cfg: SEANetShape):
+    def __init__(self, cfg: SEANetConfig):
         super().__init__()
         dim = cfg.n_filters * 2 ** len(cfg.ratios)
         layers: list[nn.Module] = [SConv1d(cfg, cfg.dimension, dim, cfg.kernel_size, conv=Conv1d)]

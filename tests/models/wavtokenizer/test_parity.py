@@ -150,24 +150,15 @@ def test_presets_through_a_hub_cache(wt_refs, tmp_path):
     """`wavtokenizer-large-75` fetches the .ckpt of novateur/WavTokenizer-large-speech-75token,
     `wavtokenizer-outetts` OuteTTS's folder (its encoder file first, the decoder's beside it);
     here from a local cache laid out as the hub's, offline."""
-    import shutil
-
-    from tests.test_hub import COMMIT, _run
+    from tests.test_hub import COMMIT, _run, cache_repo
 
     r, folder = wt_refs("tiny"), wt_refs("interface")
     cache = tmp_path / "cache"
-    for repo_id, files in (
-            ("novateur/WavTokenizer-large-speech-75token",
-             {"wavtokenizer_large_speech_320_24k.ckpt": r.ckpt}),
-            ("OuteAI/wavtokenizer-large-75token-interface",
-             {f"{part}/{name}": folder / part / name for part in ("encoder", "decoder")
-              for name in (f"{part}_model.pt", "config.json")})):
-        repo = cache / ("models--" + repo_id.replace("/", "--"))
-        for name, source in files.items():
-            (repo / "snapshots" / COMMIT / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(source, repo / "snapshots" / COMMIT / name)
-        (repo / "refs").mkdir()
-        (repo / "refs" / "main").write_text(COMMIT)
+    cache_repo(cache, "novateur/WavTokenizer-large-speech-75token",
+               {"wavtokenizer_large_speech_320_24k.ckpt": r.ckpt})
+    cache_repo(cache, "OuteAI/wavtokenizer-large-75token-interface",
+               {f"{part}/{name}": folder / part / name for part in ("encoder", "decoder")
+                for name in (f"{part}_model.pt", "config.json")})
     x = _noise(4000, 6)
     torch.save(x, tmp_path / "x.pt")
     code = ("import audiotok, torch\n"

@@ -15,44 +15,20 @@ import math
 from dataclasses import asdict, dataclass
 
 from ...errors import ConfigError
+from ...nn.seanet import SEANetConfig
 from ..family import config_from_dict
 
 
 @dataclass(frozen=True)
-class EncodecConfig:
+class EncodecConfig(SEANetConfig):
+    """The SEANet fields (nn/seanet.SEANetConfig) and the model's own."""
+
     sample_rate: int = 24000
-    channels: int = 1
-    n_filters: int = 32
-    ratios: tuple[int, ...] = (8, 5, 4, 2)  # the decoder's order; the encoder's is reversed
-    dimension: int = 128
     bins: int = 1024
     target_bandwidths: tuple[float, ...] = (1.5, 3.0, 6.0, 12.0, 24.0)
-    causal: bool = True
-    norm: str = "weight_norm"  # or "time_group_norm" (GroupNorm(1, C) after each convolution)
     normalize: bool = False  # each segment scaled to unit rms before encoding
     segment: float | None = None  # seconds per segment (overlap-added), None: whole
     overlap: float = 0.01
-    lstm: int = 2
-    kernel_size: int = 7
-    last_kernel_size: int = 7
-    residual_kernel_size: int = 3
-    dilation_base: int = 2
-    n_residual_layers: int = 1
-    compress: int = 2
-    true_skip: bool = False  # False: a 1x1 convolution as the residual blocks' shortcut
-    trim_right_ratio: float = 1.0
-
-    def __post_init__(self):
-        if self.norm not in ("weight_norm", "time_group_norm"):
-            raise ConfigError(f"norm must be weight_norm or time_group_norm, got {self.norm!r}")
-        if self.causal and self.norm == "time_group_norm":
-            raise ConfigError("GroupNorm over time is not causal")
-        if self.channels not in (1, 2):
-            raise ConfigError(f"channels must be 1 or 2, got {self.channels}")
-
-    @property
-    def hop_length(self) -> int:
-        return math.prod(self.ratios)
 
     @property
     def frame_rate(self) -> int:

@@ -10,7 +10,6 @@ without its yaml.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -18,28 +17,18 @@ from dataclasses import asdict, dataclass
 import torch
 
 from ...errors import ConfigError
+from ...nn.seanet import SEANetConfig
 from ..family import config_from_dict
 
 
 @dataclass(frozen=True)
-class WavTokenizerConfig:
-    sample_rate: int = 24000
-    # the SEANet encoder (nn/seanet.SEANetShape)
-    channels: int = 1
-    n_filters: int = 32
-    ratios: tuple[int, ...] = (8, 5, 4, 2)
+class WavTokenizerConfig(SEANetConfig):
+    """The SEANet encoder's fields (nn/seanet.SEANetConfig: non-causal, 512-wide latents) and
+    the quantizer's and decoder's."""
+
     dimension: int = 512  # the latent's and the codebook's width
     causal: bool = False
-    norm: str = "weight_norm"
-    lstm: int = 2
-    kernel_size: int = 7
-    last_kernel_size: int = 7
-    residual_kernel_size: int = 3
-    dilation_base: int = 2
-    n_residual_layers: int = 1
-    compress: int = 2
-    true_skip: bool = False
-    trim_right_ratio: float = 1.0
+    sample_rate: int = 24000
     # the quantizer: one Euclidean codebook
     codebook_size: int = 4096
     # the decoder: Vocos backbone (pos net with attention, ConvNeXt blocks) and iSTFT head
@@ -52,6 +41,7 @@ class WavTokenizerConfig:
     groups: int = 32  # the pos net's GroupNorm groups
 
     def __post_init__(self):
+        super().__post_init__()
         if self.causal or self.norm != "weight_norm" or self.channels != 1:
             raise ConfigError("WavTokenizer's encoder is mono, non-causal, with weight norm")
         if not 0 <= self.bandwidth_id < self.adanorm_embeddings:
@@ -59,10 +49,6 @@ class WavTokenizerConfig:
                               f"{self.bandwidth_id}")
         if self.dim % self.groups:
             raise ConfigError(f"dim {self.dim} is not a multiple of {self.groups} groups")
-
-    @property
-    def hop_length(self) -> int:
-        return math.prod(self.ratios)
 
     def to_dict(self) -> dict:
         d = asdict(self)

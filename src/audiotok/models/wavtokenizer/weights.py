@@ -18,7 +18,13 @@ from pathlib import Path
 
 import torch
 
-from ...checkpoint import fold_weight_norm, read_json, read_safetensors, read_torch_object
+from ...checkpoint import (
+    fold_weight_norm,
+    read_json,
+    read_safetensors,
+    read_torch_object,
+    weights_file,
+)
 from ...errors import CheckpointError
 from . import CODEBOOK, INTERFACE, reference_names
 from .config import WavTokenizerConfig
@@ -37,13 +43,9 @@ def checkpoint_file(path: Path) -> Path:
         return path
     if all((path / f).is_file() for f in INTERFACE):
         return path
-    for pattern in ("model.safetensors", "*.ckpt"):
-        found = sorted(f for f in path.glob(pattern) if f.is_file())
-        if found:
-            return found[0]
-    raise CheckpointError(f"{path}: no WavTokenizer weights here (expected a .ckpt, OuteTTS's "
-                          "encoder/ and decoder/ folders, or model.safetensors beside a "
-                          "config.json)")
+    return weights_file(path, ("model.safetensors", "*.ckpt"), "WavTokenizer weights",
+                        "a .ckpt, OuteTTS's encoder/ and decoder/ folders, or model.safetensors "
+                        "beside a config.json")
 
 
 def load_checkpoint(path: Path, config: WavTokenizerConfig | None = None
