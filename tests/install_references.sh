@@ -29,3 +29,7 @@ pip install -q --no-deps --target .refs/s3gen chatterbox-tts==0.1.7 cosyvoice-mi
     torchaudio==2.11.0 conformer==0.3.2 diffusers==0.29.0 omegaconf==2.4.0 \
     antlr4-python3-runtime==4.9.3
 rm -f .refs/s3gen/torchaudio/lib/*.so
+# the Higgs Audio v2 tokenizer's oracle: Boson's code (boson-multimodal pins transformers<4.47;
+# its tokenizer module runs with ours), in a folder its tests import from; the FSQ and training
+# modules it imports are stood in for (tests/models/xcodec/reference.py)
+pip install -q --no-deps --target .refs/higgs boson-multimodal==0.1.1

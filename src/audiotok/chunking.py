@@ -26,16 +26,18 @@ def window_start(emitted: int, left: int, align: int = 1) -> int:
     return first - first % align
 
 
-FRAME_RULES = ("ceil", "plus_one", "floor")  # and "ceil:N", "hop:H", "segments:L:S" (below)
+# and "ceil:N", "partial:R", "hop:H", "segments:L:S" (below)
+FRAME_RULES = ("ceil", "plus_one", "floor")
 
 
 def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
     """Code frames of `num_samples` samples under a codec's padding rule: "ceil" (padded up to
     whole frames), "ceil:N" (padded up to a multiple of N frames, e.g. a whole attention
     window), "plus_one" (always 1..samples_per_frame zeros appended: N // hop + 1), "floor"
-    (a partial last frame is dropped), "hop:H" (features every H samples, a partial hop
-    dropped, then a frame per samples_per_frame / H features, the last one partial) or
-    "segments:L:S" (segments of L samples every S, each "ceil": segment_frames)."""
+    (a partial last frame is dropped), "partial:R" (a partial last frame counts once it has
+    R samples or more), "hop:H" (features every H samples, a partial hop dropped, then a frame
+    per samples_per_frame / H features, the last one partial) or "segments:L:S" (segments of L
+    samples every S, each "ceil": segment_frames)."""
     if rule == "ceil":
         return -(-num_samples // samples_per_frame)
     if rule.startswith("ceil:") and rule[5:].isdigit() and int(rule[5:]) > 0:
@@ -49,12 +51,15 @@ def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
         return -(-(num_samples // hop) // (samples_per_frame // hop))
     if rule.startswith("segments:"):
         return sum(segment_frames(num_samples, *segment_rule(rule), samples_per_frame))
+    if rule.startswith("partial:") and rule[8:].isdigit() and 0 < int(rule[8:]) <= \
+            samples_per_frame:
+        return (num_samples + samples_per_frame - int(rule[8:])) // samples_per_frame
     if rule == "plus_one":
         return num_samples // samples_per_frame + 1
     if rule == "floor":
         return num_samples // samples_per_frame
-    raise ValueError(f"unknown frame rule {rule!r}; expected one of {FRAME_RULES}, ceil:N, hop:H "
-                     "or segments:L:S")
+    raise ValueError(f"unknown frame rule {rule!r}; expected one of {FRAME_RULES}, ceil:N, "
+                     "partial:R, hop:H or segments:L:S")
 
 
 def rule_hop(rule: str) -> int:

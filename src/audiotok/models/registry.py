@@ -21,6 +21,7 @@ FOLDERS = (
     "distill_neucodec",
     "s3",
     "wavtokenizer",
+    "xcodec",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

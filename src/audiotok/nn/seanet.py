@@ -236,12 +236,20 @@ class EuclideanResidualVQ(nn.Module):
     equal maxima of its negation), without the package's four [frames, bins] temporaries.
     The product is the kernel rules' where `rule_product` (kernels.rule_product: under the
     oneDNN rule oneDNN's, which at width 128 sums as MKL does; docs/codecs/encodec.md), else
-    torch's own matmul, as the reference calls it."""
+    torch's own matmul, as the reference calls it.
 
-    def __init__(self, n_q: int, bins: int, dim: int, rule_product: bool = True):
+    width: codebooks `dim` wide searched for latents `width` wide (Higgs Audio's): each stage
+    projects the residual in (a Linear width -> dim), and its row back out (dim -> width)."""
+
+    def __init__(self, n_q: int, bins: int, dim: int, rule_product: bool = True,
+                 width: int | None = None):
         super().__init__()
         self.register_buffer("embed", torch.zeros(n_q, bins, dim))
         self.rule_product = rule_product
+        self.project_in = self.project_out = None
+        if width is not None:
+            self.project_in = nn.ModuleList(nn.Linear(width, dim) for _ in range(n_q))
+            self.project_out = nn.ModuleList(nn.Linear(dim, width) for _ in range(n_q))
 
     def encode(self, x: torch.Tensor, levels: int) -> torch.Tensor:
         """Codes [B, levels, T] of latents x [B, D, T]."""
@@ -251,12 +259,13 @@ class EuclideanResidualVQ(nn.Module):
         # codebooks (kernels.derivations)
         norms = derived(self.embed, "squared norms",
                         lambda e: torch.stack([c.t().pow(2).sum(0) for c in e]))
-        for embed, norm in zip(self.embed[:levels], norms, strict=False):
-            dist = (_doubled_products(residual, embed) if self.rule_product
-                    else (2 * residual) @ embed.t()).neg_()
-            dist.add_(residual.pow(2).sum(1, keepdim=True)).add_(norm)
+        for i, (embed, norm) in enumerate(zip(self.embed[:levels], norms, strict=False)):
+            z = residual if self.project_in is None else self.project_in[i](residual)
+            dist = (_doubled_products(z, embed) if self.rule_product
+                    else (2 * z) @ embed.t()).neg_()
+            dist.add_(z.pow(2).sum(1, keepdim=True)).add_(norm)
             index = dist.min(dim=-1).indices  # dist here: the package's, negated
-            residual = residual - F.embedding(index, embed)
+            residual = residual - self._row(i, F.embedding(index, embed))
             codes.append(index.view(b, t))
         return torch.stack(codes, 1)
 
@@ -264,8 +273,11 @@ class EuclideanResidualVQ(nn.Module):
         """Latents [B, D, T] of codes [B, k, T] (the first k codebooks)."""
         out = torch.tensor(0.0, device=codes.device)
         for i in range(codes.shape[1]):
-            out = out + F.embedding(codes[:, i], self.embed[i]).transpose(1, 2)
+            out = out + self._row(i, F.embedding(codes[:, i], self.embed[i])).transpose(1, 2)
         return out
+
+    def _row(self, i: int, rows: torch.Tensor) -> torch.Tensor:
+        return rows if self.project_out is None else self.project_out[i](rows)
 
 
 def _doubled_products(x: torch.Tensor, embed: torch.Tensor) -> torch.Tensor:

@@ -1,7 +1,8 @@
 """The residual Snake blocks of DAC-style codecs (non-causal, symmetric padding): a residual
-unit x + conv1x1(Snake(conv_k7,dilated(Snake(x)))) and an encoder block (three units at
-dilations 1, 3, 9, Snake, a strided convolution doubling the channels). Module names are the
-references' (`block.N`), so their state dicts load as they are."""
+unit x + conv1x1(Snake(conv_k7,dilated(Snake(x)))), an encoder block (three units at dilations
+1, 3, 9, Snake, a strided convolution doubling the channels), a decoder block (Snake, a
+transposed convolution, three units), and DAC's encoder and decoder built of them. Module names
+are the references' (`block.N`, `model.N`), so their state dicts load as they are."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 from torch import nn
 
 from .activations import Snake1d
-from .conv import Conv1d
+from .conv import Conv1d, ConvTranspose1d
 
 
 class ResidualUnit(nn.Module):
@@ -47,3 +48,57 @@ class EncoderBlock(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.block(x)
+
+
+class DecoderBlock(nn.Module):
+    """Snake, a transposed convolution dim -> out (kernel 2s, stride s, padding ceil(s / 2);
+    without output padding an odd stride gives L * s - 1 steps, with `odd_padding` L * s),
+    three residual units."""
+
+    def __init__(self, dim: int, out: int, stride: int, odd_padding: bool = False):
+        super().__init__()
+        self.block = nn.Sequential(
+            Snake1d(dim),
+            ConvTranspose1d(dim, out, 2 * stride, stride=stride, padding=math.ceil(stride / 2),
+                            output_padding=stride % 2 if odd_padding else 0),
+            *residual_units(out))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+
+
+class Encoder(nn.Module):
+    """DAC's encoder: audio [B, 1, N] -> latents [B, latent, frames]: a k7 convolution to `dim`
+    channels, an EncoderBlock per stride (doubling the channels), Snake, a k3 convolution."""
+
+    def __init__(self, dim: int, strides: tuple[int, ...], latent: int):
+        super().__init__()
+        layers: list[nn.Module] = [Conv1d(1, dim, 7, padding=3)]
+        for stride in strides:
+            layers.append(EncoderBlock(dim, stride))
+            dim *= 2
+        layers += [Snake1d(dim), Conv1d(dim, latent, 3, padding=1)]
+        self.block = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+
+
+class Decoder(nn.Module):
+    """DAC's decoder: latents [B, latent, T] -> audio [B, 1, samples]: a k7 convolution to
+    `channels`, a DecoderBlock per stride (halving the channels), Snake, a k7 convolution to
+    one channel, then tanh where `tanh` (DAC's; X-Codec's decoder has none)."""
+
+    def __init__(self, latent: int, channels: int, strides: tuple[int, ...],
+                 odd_padding: bool = False, tanh: bool = True):
+        super().__init__()
+        layers: list[nn.Module] = [Conv1d(latent, channels, 7, padding=3)]
+        for i, stride in enumerate(strides):
+            layers.append(DecoderBlock(channels // 2**i, channels // 2 ** (i + 1), stride,
+                                       odd_padding))
+        out = channels // 2 ** len(strides)
+        layers += [Snake1d(out), Conv1d(out, 1, 7, padding=3), *([nn.Tanh()] if tanh else [])]
+        self.model = nn.Sequential(*layers)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.model(x)

@@ -29,7 +29,7 @@ from torch import nn
 from .activations import Snake1d
 from .conv import Conv1d, ConvTranspose1d
 from .kernels import cat_time, conv1d_padded, transposed_new_samples
-from .snake_blocks import ResidualUnit
+from .snake_blocks import DecoderBlock, ResidualUnit
 
 
 def cat(a: torch.Tensor | None, b: torch.Tensor | None) -> torch.Tensor | None:
@@ -234,7 +234,7 @@ def row(step: Step, i: int) -> Step:
 def build(module: nn.Module, custom: Callable[[nn.Module], Step | None] | None = None) -> Step:
     """The stream step of `module`: `custom(module)` when it gives one (a codec's own layers),
     else the generic ones (convolutions, transposed convolutions, Snake, tanh, residual units,
-    Sequential)."""
+    DAC-style decoder blocks, Sequential)."""
     step = custom(module) if custom is not None else None
     if step is not None:
         return step
@@ -246,6 +246,8 @@ def build(module: nn.Module, custom: Callable[[nn.Module], Step | None] | None =
         return Pointwise(module)
     if isinstance(module, ResidualUnit):
         return Residual(build(module.block, custom))
+    if isinstance(module, DecoderBlock):
+        return build(module.block, custom)
     if isinstance(module, nn.Sequential):
         return Chain([build(m, custom) for m in module])
     raise TypeError(f"no stream step for {type(module).__name__}")

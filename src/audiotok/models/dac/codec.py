@@ -13,7 +13,7 @@ from ...errors import AudiotokError
 from ...streaming.spec import STEPS, StreamSpec, Window
 from . import FAMILY, outetts
 from .config import DAC_SPEECH, DacConfig
-from .model import DacModel, DecoderBlock
+from .model import DacModel
 from .weights import checkpoint_file, load_checkpoint
 
 # How an input that is not whole frames is encoded: "frame" zero-pads it to whole frames (the
@@ -75,15 +75,10 @@ class DacCodec(Codec):
     def step_stream(self, direction: str):
         """The decoder's stream (nn/stream_steps.py): every frame decoded once, each sample out
         once the codes it depends on have come (the decoder reaches about 10 frames ahead)."""
-        from ...nn.stream_steps import Chain, DecoderStream, build
-
-        def blocks(module):
-            if isinstance(module, DecoderBlock):
-                return Chain([build(m, blocks) for m in module.block])
-            return None
+        from ...nn.stream_steps import DecoderStream, build
 
         model = self.model
-        return DecoderStream(build(model.decoder.model, blocks), model.quantizer.decode,
+        return DecoderStream(build(model.decoder.model), model.quantizer.decode,
                              model.config.decoded_samples)
 
     @property

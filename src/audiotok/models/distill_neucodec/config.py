@@ -5,10 +5,11 @@ with DistilHuBERT (hubert_*) and a small convolutional and local-attention acous
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import ClassVar
 
 from ...errors import ConfigError
+from ...nn.hubert import HubertConfig
 from ..family import config_from_dict
 from ..neucodec.config import NeuCodecConfig
 
@@ -50,6 +51,12 @@ class DistillNeuCodecConfig(NeuCodecConfig):
         if self.hubert_hidden_size % self.hubert_heads or self.acoustic_dim % 4:
             raise ConfigError("hubert_hidden_size must be a multiple of hubert_heads, "
                               "acoustic_dim of 4")
+
+    @property
+    def hubert(self) -> HubertConfig:
+        return HubertConfig(projection_norm=False,
+                            **{f.name: getattr(self, "hubert_" + f.name)
+                               for f in fields(HubertConfig) if f.name != "projection_norm"})
 
     def to_dict(self) -> dict:
         d = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()

@@ -11,134 +11,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ...nn.kernels import full_attention
+from ...nn.hubert import Hubert
 from ...nn.linear import Linear
 from ..xcodec2.model import Decoder, Quantizer, SemanticAdapter
 from .config import DistillNeuCodecConfig
-
-# -- DistilHuBERT (transformers' HubertModel, group-norm feature encoder, post-norm layers) -------
-
-
-class HubertConv(nn.Module):
-    def __init__(self, c_in: int, c_out: int, kernel: int, stride: int, group_norm: bool):
-        super().__init__()
-        self.conv = nn.Conv1d(c_in, c_out, kernel, stride=stride, bias=False)
-        self.layer_norm = nn.GroupNorm(c_out, c_out) if group_norm else None
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.conv(x)
-        return F.gelu(x if self.layer_norm is None else self.layer_norm(x))
-
-
-class HubertFeatureEncoder(nn.Module):
-    def __init__(self, cfg: DistillNeuCodecConfig):
-        super().__init__()
-        dims = (1, *cfg.hubert_conv_dims)
-        self.conv_layers = nn.ModuleList(
-            HubertConv(dims[i], dims[i + 1], k, s, i == 0)
-            for i, (k, s) in enumerate(zip(cfg.hubert_conv_kernels, cfg.hubert_conv_strides,
-                                           strict=True)))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.conv_layers:
-            x = layer(x)
-        return x
-
-
-class HubertProjection(nn.Module):
-    def __init__(self, c_in: int, dim: int):
-        super().__init__()
-        self.projection = Linear(c_in, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.projection(x)
-
-
-class HubertPositionalConv(nn.Module):
-    """A grouped convolution over time (even kernel: its last output dropped), then GELU."""
-
-    def __init__(self, dim: int, kernel: int, groups: int):
-        super().__init__()
-        self.conv = nn.Conv1d(dim, dim, kernel, padding=kernel // 2, groups=groups)
-        self.drop = 1 - kernel % 2
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = self.conv(x.transpose(1, 2))
-        return F.gelu(y[..., : y.shape[-1] - self.drop]).transpose(1, 2)
-
-
-class HubertAttention(nn.Module):
-    def __init__(self, dim: int, heads: int):
-        super().__init__()
-        self.heads = heads
-        self.q_proj, self.k_proj = Linear(dim, dim), Linear(dim, dim)
-        self.v_proj, self.out_proj = Linear(dim, dim), Linear(dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = (p(x).view(b, t, self.heads, -1).transpose(1, 2)
-                   for p in (self.q_proj, self.k_proj, self.v_proj))
-        y = full_attention(q, k, v)
-        return self.out_proj(y.transpose(1, 2).reshape(b, t, d))
-
-
-class HubertFeedForward(nn.Module):
-    def __init__(self, dim: int, hidden: int):
-        super().__init__()
-        self.intermediate_dense = Linear(dim, hidden)
-        self.output_dense = Linear(hidden, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.output_dense(F.gelu(self.intermediate_dense(x)))
-
-
-class HubertLayer(nn.Module):
-    """Post-norm: x = LN(x + attention(x)); x = LN(x + feed_forward(x))."""
-
-    def __init__(self, dim: int, heads: int, hidden: int, eps: float):
-        super().__init__()
-        self.attention = HubertAttention(dim, heads)
-        self.layer_norm = nn.LayerNorm(dim, eps=eps)
-        self.feed_forward = HubertFeedForward(dim, hidden)
-        self.final_layer_norm = nn.LayerNorm(dim, eps=eps)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.layer_norm(x + self.attention(x))
-        return self.final_layer_norm(x + self.feed_forward(x))
-
-
-class HubertEncoder(nn.Module):
-    def __init__(self, cfg: DistillNeuCodecConfig):
-        super().__init__()
-        dim = cfg.hubert_hidden_size
-        self.pos_conv_embed = HubertPositionalConv(dim, cfg.hubert_pos_conv_kernel,
-                                                   cfg.hubert_pos_conv_groups)
-        self.layer_norm = nn.LayerNorm(dim, eps=cfg.hubert_layer_norm_eps)
-        self.layers = nn.ModuleList(
-            HubertLayer(dim, cfg.hubert_heads, cfg.hubert_intermediate_size,
-                        cfg.hubert_layer_norm_eps) for _ in range(cfg.hubert_layers))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.layer_norm(x + self.pos_conv_embed(x))
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-
-class DistilHubert(nn.Module):
-    """Raw 16 kHz audio [B, N] -> hidden states [B, frames, hidden] (last layer)."""
-
-    def __init__(self, cfg: DistillNeuCodecConfig):
-        super().__init__()
-        self.feature_extractor = HubertFeatureEncoder(cfg)
-        self.feature_projection = HubertProjection(cfg.hubert_conv_dims[-1],
-                                                   cfg.hubert_hidden_size)
-        self.encoder = HubertEncoder(cfg)
-
-    def forward(self, audio: torch.Tensor) -> torch.Tensor:
-        x = self.feature_extractor(audio[:, None]).transpose(1, 2)
-        return self.encoder(self.feature_projection(x))
-
 
 # -- the acoustic encoder ------------------------------------------------------------------------
 
@@ -347,7 +223,7 @@ class DistillNeuCodecModel(nn.Module):
     def __init__(self, cfg: DistillNeuCodecConfig):
         super().__init__()
         self.config = cfg
-        self.semantic_encoder = DistilHubert(cfg)
+        self.semantic_encoder = Hubert(cfg.hubert)
         self.semantic_adapter = SemanticAdapter(cfg.hubert_hidden_size, cfg.adapter_size)
         self.codec_encoder = DistillAcousticEncoder(cfg)
         self.fc_sq_prior = Linear(cfg.acoustic_dim, cfg.hubert_hidden_size)

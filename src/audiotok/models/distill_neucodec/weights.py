@@ -20,12 +20,12 @@ import torch
 
 from ...checkpoint import read_json, read_safetensors, read_torch, weights_file
 from ...errors import CheckpointError, ConfigError, ModelNotFoundError
+from ...nn.hubert import HubertConfig, fold_positional_conv
 from ..family import Preset
 from ..xcodec2 import weights as xcodec2_weights
 from .config import DISTILL, DistillNeuCodecConfig
 
 SEMANTIC_MODEL = "ntu-spml/distilhubert"
-_POS_CONV = "semantic_model.encoder.pos_conv_embed.conv."
 _IGNORED = ("codec_encoder.en_encoder.cache_token", "semantic_model.masked_spec_embed")
 
 
@@ -48,7 +48,7 @@ def load_checkpoint(path: Path, config: DistillNeuCodecConfig | None = None
     if not any(k.startswith("semantic_model.") for k in sd):
         sd.update({"semantic_model." + k: v for k, v in semantic_tensors().items()
                    if not k.startswith("masked_spec_embed")})
-    sd = fold_positional_conv(sd)
+    sd = fold_positional_conv(sd, "semantic_model.")
     if config is None:
         config = infer_config({k: list(v.shape) for k, v in sd.items()}, file)
     sd = {k: v for k, v in sd.items() if xcodec2_weights.is_used(k, config)}
@@ -70,17 +70,6 @@ def semantic_tensors() -> dict[str, torch.Tensor]:
                              "from the Hugging Face Hub or its cache")
 
 
-def fold_positional_conv(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The positional convolution's weight norm (over the kernel axis, dim 2) folded."""
-    for g_name, v_name in (("weight_g", "weight_v"),
-                           ("parametrizations.weight.original0",
-                            "parametrizations.weight.original1")):
-        if _POS_CONV + g_name in sd:
-            g, v = sd.pop(_POS_CONV + g_name), sd.pop(_POS_CONV + v_name)
-            sd[_POS_CONV + "weight"] = torch._weight_norm(v.float(), g.float(), 2)
-    return sd
-
-
 def infer_config(shapes: dict[str, list[int]], file: Path) -> DistillNeuCodecConfig:
     def shape(key: str) -> list[int]:
         for k in (key, key.replace(".weight", ".parametrizations.weight.original1"),
@@ -92,9 +81,10 @@ def infer_config(shapes: dict[str, list[int]], file: Path) -> DistillNeuCodecCon
     def count(pattern: str) -> int:
         return len({m[1] for k in shapes if (m := re.match(pattern, k))})
 
-    convs = count(r"semantic_model\.feature_extractor\.conv_layers\.(\d+)\.")
-    hubert = shape("semantic_model.feature_projection.projection.weight")[0]
-    pos = shape(_POS_CONV + "weight")
+    try:
+        hubert = HubertConfig.from_shapes(shapes, "semantic_model.")
+    except KeyError as e:
+        raise CheckpointError(f"{file}: DistillNeuCodec checkpoint without {e.args[0]}") from None
     units = count(r"codec_encoder\.encoder\.blocks\.(\d+)\.")
     dims = [shape("codec_encoder.encoder.blocks.0.conv_2.weight")[0]]
     dims += [shape(f"codec_encoder.encoder.blocks.{i}.0.weight")[0] for i in range(2, units - 2, 2)]
@@ -109,15 +99,7 @@ def infer_config(shapes: dict[str, list[int]], file: Path) -> DistillNeuCodecCon
             intermediate_size=shape("generator.backbone.transformers.0.mlp.fc1.weight")[0],
             quantization_dim=shape("fc_prior.weight")[0],
             quantization_levels=(4,) * shape("generator.quantizer.project_in.weight")[0],
-            hubert_conv_dims=tuple(shape(f"semantic_model.feature_extractor.conv_layers.{i}"
-                                         ".conv.weight")[0] for i in range(convs)),
-            hubert_conv_kernels=tuple(shape(f"semantic_model.feature_extractor.conv_layers.{i}"
-                                            ".conv.weight")[2] for i in range(convs)),
-            hubert_hidden_size=hubert,
-            hubert_intermediate_size=shape("semantic_model.encoder.layers.0.feed_forward."
-                                           "intermediate_dense.weight")[0],
-            hubert_layers=count(r"semantic_model\.encoder\.layers\.(\d+)\."),
-            hubert_pos_conv_kernel=pos[2], hubert_pos_conv_groups=hubert // pos[1],
+            **{"hubert_" + k: v for k, v in hubert.items() if k != "projection_norm"},
             adapter_size=shape("SemanticEncoder_module.initial_conv.weight")[0],
             acoustic_dims=tuple(dims),
             acoustic_dim=shape(f"codec_encoder.encoder.blocks.{units - 1}.weight")[0],

@@ -16,10 +16,10 @@ def layout_of(keys) -> str | None:
 
 
 def _detect(checkpoint: Checkpoint) -> bool:
-    """A transformers Xcodec2Model config, or safetensors weights in either layout (not those
-    of NeuCodec, whose config says so)."""
+    """A transformers Xcodec2Model config, or safetensors weights in either layout whose
+    config names no other model type (NeuCodec's and other families' say so)."""
     model_type = checkpoint.config.get("model_type")
-    return model_type == "xcodec2" or model_type != "neucodec" and \
+    return model_type == "xcodec2" or model_type is None and \
         checkpoint.suffix == ".safetensors" and layout_of(checkpoint.tensor_names) is not None
 
 
