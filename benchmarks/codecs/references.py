@@ -351,6 +351,22 @@ def wavtokenizer(args, variant: str | None) -> Side:
         lambda x: reference.codes(ref, x[:, 0]), lambda c: reference.decode(ref, c))})
 
 
+def higgs(args, variant: str | None) -> Side:
+    """The Higgs Audio v2 tokenizer at the released size on random weights, against Boson's
+    code (boson-multimodal 0.1.1) and transformers' HiggsAudioV2TokenizerModel (its padding:
+    ours loaded with padding="transformers" for that one's codes)."""
+    from tests.models.xcodec import reference
+
+    ref = reference.build(reference.FULL)
+    hf = reference.hf_model(ref, reference.FULL)
+    path = reference.save_boson(ref, reference.FULL, args.workdir / "higgs_full")
+    return Side(path, {
+        "Higgs (boson-multimodal 0.1.1)": lambda ours: Impl(
+            lambda x: reference.codes(ref, x), lambda c: reference.decode(ref, c)),
+        "Higgs (transformers 5.25)": lambda ours: Impl(
+            lambda x: reference.hf_codes(hf, x), lambda c: reference.hf_decode(hf, c))})
+
+
 def _golden(file: str, keys: list[str]) -> dict:
     with np.load(ROOT / "tests" / "data" / file) as z:
         return {k: z[k] for k in keys}
@@ -368,7 +384,7 @@ REFERENCES: dict[str, Callable[..., Side]] = {
     "s2": s2, "xcodec2": xcodec2, "dac": dac, "dac-outetts": dac_outetts, "snac": snac,
     "mimi": mimi, "encodec": encodec,
     "neucodec": neucodec, "distill-neucodec": distill_neucodec, "qwen3-tts": qwen3_tts,
-    "s3": s3, "wavtokenizer": wavtokenizer,
+    "s3": s3, "wavtokenizer": wavtokenizer, "higgs": higgs,
 }
 # the entries --isolated runs: their references load from the checkpoint, and they name golden
 # signals for the precision study

@@ -127,6 +127,15 @@ def build(spec, seed: int = 0):
         hat.dac2 = real
     model.eval()
     g = torch.Generator().manual_seed(seed + 1)
+    randomise(model, g)
+    with torch.no_grad():
+        _fill_codebooks(model, g)
+    return model
+
+
+def randomise(model, g: torch.Generator) -> None:
+    """Snake alphas U(0.25, 1.75), biases + N(0, 0.02^2), weight-norm gains x U(0.5, 1.5),
+    HuBERT's norms + N(0, 0.1^2) (default init leaves them trivial)."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("alpha"):
@@ -137,8 +146,6 @@ def build(spec, seed: int = 0):
                 p.mul_(0.5 + torch.rand(p.shape, generator=g))
             elif "semantic_model" in name and "norm" in name:
                 p.add_(0.1 * torch.randn(p.shape, generator=g))
-        _fill_codebooks(model, g)
-    return model
 
 
 def _fill_codebooks(model, g: torch.Generator) -> None:
