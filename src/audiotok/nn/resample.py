@@ -46,5 +46,8 @@ class SincResample(nn.Module):
         x = F.pad(x.reshape(-1, n), (self.width, self.width + self.orig))
         kernel = sinc_kernel(self.orig, self.new, x.dtype, x.device)
         y = F.conv1d(x[:, None], kernel, stride=self.orig)
-        y = y.transpose(1, 2).reshape(x.shape[0], -1)[:, : -(-n * self.new // self.orig)]
+        # ceil(n new / orig), with a numerator that is never negative (an exported graph's
+        # integer division rounds towards zero)
+        y = y.transpose(1, 2).reshape(x.shape[0], -1)[:, : (n * self.new + self.orig - 1)
+                                                      // self.orig]
         return y.reshape(*shape, -1)

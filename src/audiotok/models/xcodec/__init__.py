@@ -38,6 +38,7 @@ FAMILY = Family(
                ("model.safetensors", "config.json")),
     ),
     detect=_detect,
+    onnx=".onnx:onnx_graphs",
     llm_schemes={"higgs-audio-v2": ".llm:HiggsIds"},
     options={"codebooks": LoadOption("codebooks encode gives (1..8; default all: Higgs 2 kbps, "
                                      "X-Codec 4 kbps)", int),

@@ -13,7 +13,7 @@ from ...errors import AudiotokError, ConfigError
 from ...streaming.spec import STEPS, StreamSpec, Window
 from . import FAMILY
 from .config import SEMANTIC_PAD, XCodecConfig
-from .model import XCodecModel, semantic_frames
+from .model import XCodecModel, acoustic_frames, semantic_frames
 from .weights import checkpoint_file, load_checkpoint
 
 # Where the acoustic encoder would give another number of frames than the semantic branch
@@ -53,11 +53,11 @@ class XCodecCodec(Codec):
         self.samples_per_frame = cfg.hop_length
         self.num_codebooks = self.model.encode_levels
         self.codebook_sizes = (cfg.codebook_size,) * self.num_codebooks
-        self.min_samples = first_frame(cfg)
-        self.frame_rule = f"partial:{self.min_samples}"
-        self.short_input_hint = "HuBERT needs a longer input"
         self.pad = SEMANTIC_PAD * cfg.semantic_downsample if padding == "boson" \
             else cfg.hop_length // 2
+        self.min_samples = first_frame(cfg, self.pad)
+        self.frame_rule = f"partial:{self.min_samples}"
+        self.short_input_hint = "HuBERT needs a longer input"
 
     @classmethod
     def from_checkpoint(cls, path: Path, config: XCodecConfig | None = None, **kw
@@ -114,14 +114,19 @@ class XCodecCodec(Codec):
         return self._decode_by_length(tokens, lengths)
 
 
-def first_frame(cfg: XCodecConfig) -> int:
-    """Samples a partial frame needs to count as one (HuBERT gives it a frame), the same after
-    any number of whole frames (checked over a few)."""
+def first_frame(cfg: XCodecConfig, pad: int) -> int:
+    """Samples a partial frame needs to count as one (HuBERT gives it a frame). Checks, over
+    every remainder after a few numbers of whole frames, what the model's encode relies on:
+    that rule, the acoustic encoder giving the semantic branch's frames or one fewer, and
+    `pad` zeros each side making up that frame."""
     hop = cfg.hop_length
     need = next((r for r in range(1, hop + 1) if semantic_frames(cfg, r) >= 1), None)
-    if need is None or any(semantic_frames(cfg, k * hop + need) != k + 1 or
-                           semantic_frames(cfg, k * hop + need - 1) != k
-                           for k in (1, 2, 7, 100)):
-        raise ConfigError("HuBERT's frames do not follow the codec's frames (kernels or strides "
-                          "unlike HuBERT-base's)")
+    for k in (1, 2, 7):
+        for r in range(hop):
+            n = k * hop + r
+            t, a = semantic_frames(cfg, n), acoustic_frames(cfg, n)
+            if need is None or t != k + (r >= need) or t - a not in (0, 1) or \
+                    acoustic_frames(cfg, n + 2 * pad * (t - a)) < t:
+                raise ConfigError("the acoustic and semantic frames of this configuration do "
+                                  f"not line up ({n} samples: {a} and {t} frames)")
     return need

@@ -99,15 +99,16 @@ class XCodecModel(nn.Module):
         return self.encoder_semantic(h[:, :: self.config.semantic_downsample].transpose(1, 2))
 
     def encode(self, audio: torch.Tensor, pad: int) -> torch.Tensor:
-        """Codes of audio [B, 1, N]. Where the acoustic encoder would give another number of
-        frames than the semantic branch, it runs on the audio padded by `pad` zeros each side,
-        and the longer of the two is cut to the shorter."""
+        """Codes of audio [B, 1, N]. Where the acoustic encoder would give one frame fewer than
+        the semantic branch (the only difference a length can make: the codec checks it), it
+        runs on the audio padded by `pad` zeros each side, and its frames past the semantic
+        branch's are cut. The padding is arithmetic on N (pad x the frames missing), so an
+        exported graph holds it for any length."""
         semantic = self.semantic(audio)
-        if acoustic_frames(self.config, audio.shape[-1]) != semantic.shape[-1]:
-            audio = F.pad(audio, (pad, pad))
-        acoustic = self.encoder(audio)
-        t = min(acoustic.shape[-1], semantic.shape[-1])
-        e = torch.cat([acoustic[..., :t], semantic[..., :t]], 1)
+        t = semantic.shape[-1]
+        p = pad * (t - acoustic_frames(self.config, audio.shape[-1]))
+        acoustic = self.encoder(F.pad(audio, (p, p)))[..., :t]
+        e = torch.cat([acoustic, semantic], 1)
         e = self.fc_prior(e.transpose(1, 2)).transpose(1, 2)
         return self.quantizer.encode(e, self.encode_levels)
 
@@ -121,11 +122,13 @@ class XCodecModel(nn.Module):
 
 
 def acoustic_frames(cfg: XCodecConfig, samples: int) -> int:
-    """Frames the DAC encoder gives for `samples` samples (each stride s: kernel 2s, padding
-    ceil(s / 2))."""
+    """Frames the DAC encoder gives for `samples` samples: each stride s (kernel 2s, padding
+    ceil(s / 2)) turns n steps into (n + 2 ceil(s / 2) - 2s) // s + 1, written with a
+    numerator that is never negative (an exported graph's integer division rounds towards
+    zero, not down)."""
     n = samples
     for s in cfg.ratios:
-        n = (n + 2 * (-(-s // 2)) - 2 * s) // s + 1
+        n = (n + 2 * (-(-s // 2)) - s) // s
     return n
 
 
