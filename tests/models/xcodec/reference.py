@@ -105,8 +105,17 @@ def hubert_config(spec):
                         intermediate_size=hidden, conv_dim=(conv,) * 7, mask_time_prob=0.0)
 
 
-def build(spec, seed: int = 0):
-    """Boson's HiggsAudioTokenizer of `spec` (TINY or FULL) on random weights, eval mode."""
+# Boson's class at X-Codec v1's settings is X-Codec's SoundStream (16 kHz, no resampling, 160
+# zeros on the pad path, full-width codebooks); YuE's xcodec_mini_infer has 12 codebooks
+HIGGS = dict(codebook_dim=64, target_bandwidths=[0.5, 1, 1.5, 2, 4], ratios=[8, 5, 4, 2, 3],
+             sample_rate=24000, n_q=8, semantic_techer="hubert_base_general")
+YUE = dict(codebook_dim=None, target_bandwidths=[1, 1.5, 2, 4, 6], ratios=[8, 5, 4, 2],
+           sample_rate=16000, n_q=12, semantic_techer="hubert_base")
+
+
+def build(spec, seed: int = 0, kind: dict = HIGGS):
+    """Boson's HiggsAudioTokenizer of `spec` (TINY or FULL) on random weights, eval mode; `kind`
+    HIGGS (Higgs Audio v2) or YUE (X-Codec as YuE's xcodec_mini_infer)."""
     from transformers import HubertModel
 
     hat = boson()
@@ -119,10 +128,7 @@ def build(spec, seed: int = 0):
         Decoder=lambda latent, _c, ratios: real.Decoder(latent, dec, ratios))
     torch.manual_seed(seed)
     try:
-        model = hat.HiggsAudioTokenizer(
-            n_filters=32, D=d, codebook_dim=64, target_bandwidths=[0.5, 1, 1.5, 2, 4],
-            ratios=[8, 5, 4, 2, 3], sample_rate=24000, bins=1024, n_q=8,
-            semantic_techer="hubert_base_general", device="cpu")
+        model = hat.HiggsAudioTokenizer(n_filters=32, D=d, bins=1024, device="cpu", **kind)
     finally:
         hat.dac2 = real
     model.eval()
@@ -151,7 +157,7 @@ def randomise(model, g: torch.Generator) -> None:
 def _fill_codebooks(model, g: torch.Generator) -> None:
     """Each codebook's rows: the residuals it sees for 2 s of noise (projected in), plus
     noise; `inited` set (else Boson runs k-means on the first call)."""
-    x = 0.1 * torch.randn(1, 1, 48000, generator=g)
+    x = 0.1 * torch.randn(1, 1, 2 * model.sample_rate, generator=g)
     semantic = model.encoder_semantic(model.get_regress_target(x).transpose(1, 2))
     acoustic = model.encoder(x)
     t = min(semantic.shape[-1], acoustic.shape[-1])
@@ -176,6 +182,22 @@ def codes(model, audio: torch.Tensor) -> torch.Tensor:
 def decode(model, codes: torch.Tensor) -> torch.Tensor:
     with torch.inference_mode():
         return torch.from_numpy(model.decode(codes))
+
+
+def save_yue(model, spec, folder: Path) -> Path:
+    """YuE's xcodec_mini_infer layout: final_ckpt/ckpt_00360000.pth ({"codec_model": the state
+    dict}) beside config.yaml (X-Codec's `generator: {name: SoundStream, config: ...}`)."""
+    import yaml
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"generator": {"name": "SoundStream", "config": {
+        "n_filters": 32, "D": spec[2], "target_bandwidths": YUE["target_bandwidths"],
+        "ratios": YUE["ratios"], "sample_rate": 16000, "bins": 1024}},
+        "d_list": ["mfd"], "sample_rate": 16000}
+    (folder / "config.yaml").write_text(yaml.safe_dump(config))
+    torch.save({"codec_model": model.state_dict(), "step": 360000},
+               folder / "ckpt_00360000.pth")
+    return folder
 
 
 def save_boson(model, spec, folder: Path) -> Path:

@@ -131,7 +131,7 @@ def test_bad_checkpoints_get_clear_errors(higgs, tmp_path):
     lone = tmp_path / "lone"
     lone.mkdir()
     (lone / "model.pth").write_bytes((r.folder / "model.pth").read_bytes())
-    with pytest.raises(CheckpointError, match="needs its config.json"):
+    with pytest.raises(CheckpointError, match="needs its config beside it"):
         XCodecCodec.from_checkpoint(lone / "model.pth")
     other = tmp_path / "other.pth"
     torch.save({"generator.conv.weight": torch.zeros(2)}, other)

@@ -111,6 +111,24 @@ class XCodecConfig:
             raise ConfigError(f"bad Higgs Audio tokenizer config: {e}") from None
 
     @classmethod
+    def from_soundstream(cls, d: dict, **widths) -> XCodecConfig:
+        """X-Codec's SoundStream arguments (its yaml's generator config; YuE's too): the
+        codebooks its last bandwidth buys, full-width codebooks, HuBERT as its semantic
+        teacher (the WavLM ones are not supported)."""
+        if "wavlm" in str(d.get("semantic_techer", "")):
+            raise ConfigError("X-Codec with a WavLM semantic teacher is not supported (only "
+                              "HuBERT ones)")
+        try:
+            rate, ratios = int(d.get("sample_rate", 16000)), tuple(d.get("ratios", (8, 5, 4, 2)))
+            bandwidth = list(d.get("target_bandwidths", (1, 1.5, 2, 4, 6)))[-1]
+            frame_rate = math.ceil(rate / math.prod(ratios))
+            return cls(sample_rate=rate, ratios=ratios, latent_dim=int(d.get("D", 128)),
+                       n_q=int(1000 * bandwidth // (frame_rate * 10)),
+                       codebook_size=int(d.get("bins", 1024)), codebook_dim=None, **widths)
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"bad X-Codec config: {e}") from None
+
+    @classmethod
     def from_hf(cls, d: dict) -> XCodecConfig:
         """transformers' HiggsAudioV2TokenizerConfig or XcodecConfig (config.json; absent keys
         take transformers' defaults for that model type)."""

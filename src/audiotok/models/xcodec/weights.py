@@ -1,8 +1,10 @@
 """X-Codec family checkpoints -> (canonical state dict, config).
 
-Three layouts: Boson's hub folder (`config.json`: HiggsAudioTokenizer's arguments, and
+Four layouts: Boson's hub folder (`config.json`: HiggsAudioTokenizer's arguments, and
 `model.pth`: the model's state dict, weight norm as `weight_g`/`weight_v`, HuBERT as
-transformers' HubertModel); transformers' (`config.json` with `model_type`
+transformers' HubertModel); X-Codec's own (a `.pth` of the same names beside its training
+yaml, `generator: {name: SoundStream, config: ...}`; YuE's xcodec_mini_infer wraps the state
+dict in `codec_model`); transformers' (`config.json` with `model_type`
 "higgs_audio_v2_tokenizer" or "xcodec", `model.safetensors`, weight norm folded or as
 parametrizations); audiotok's own save. Training-only tensors (the semantic decoder, fc_post1,
 the codebooks' EMA statistics) are dropped; the widths Boson's code fixes (encoder 64, decoder
@@ -26,6 +28,7 @@ from ...checkpoint import (
 )
 from ...errors import CheckpointError, ConfigError
 from ...nn.hubert import HubertConfig, fold_positional_conv
+from . import soundstream_config
 from .config import XCodecConfig
 
 HF_TYPES = ("higgs_audio_v2_tokenizer", "xcodec")
@@ -58,6 +61,7 @@ def load_checkpoint(path: Path, config: XCodecConfig | None = None
         return canonical(sd, path), config
     obj = read_torch_object(path)
     raw = obj.get("codec_model", obj)  # (YuE's xcodec_mini_infer wraps it)
+    raw = raw if isinstance(raw, Mapping) else {}
     sd = {k: v for k, v in raw.items() if isinstance(v, torch.Tensor)}
     if not any(k.startswith("encoder_semantic.") for k in sd) or \
             not any(k.startswith("decoder_2.") for k in sd):
@@ -65,10 +69,13 @@ def load_checkpoint(path: Path, config: XCodecConfig | None = None
                               "decoder_2.* tensors)")
     sd = canonical(sd, path)
     if config is None:
-        if not d:
-            raise CheckpointError(f"{path}: Boson's model.pth needs its config.json beside it")
+        soundstream = soundstream_config(path.parent)
+        if not d and soundstream is None:
+            raise CheckpointError(f"{path}: the .pth needs its config beside it (Boson's "
+                                  "config.json, or X-Codec's SoundStream yaml)")
         try:
-            config = XCodecConfig.from_boson(d, **widths(sd))
+            config = XCodecConfig.from_boson(d, **widths(sd)) if d else \
+                XCodecConfig.from_soundstream(soundstream, **widths(sd))
         except ConfigError as e:
             raise CheckpointError(f"{path}: {e}") from None
     return sd, config
