@@ -156,6 +156,37 @@ def ws_stream_decode(client, model: str, tokens: np.ndarray, pushes, **start
         return ready, np.concatenate(pcm), json.loads(msg["text"])
 
 
+def check_served(codec, model: str, audio: np.ndarray, tokens: np.ndarray, decode: str) -> None:
+    """`codec` served as `model`: HTTP encode of `audio` (f32le at the codec's rate) gives the
+    library's codes, HTTP decode of them its audio (within SAME_MODEL, the same length), and a
+    WebSocket decode stream of `tokens` [K, T] in ragged pushes its offline decode, with the
+    stream kind `decode` in the ready message."""
+    import torch
+
+    from tests.bounds import SAME_MODEL
+
+    rate = codec.sample_rate
+    with served_client({model: codec}) as client:
+        r = client.post(f"/v1/encode?model={model}&pcm=f32le&sample_rate={rate}&format=json",
+                        content=audio.astype(np.float32).tobytes())
+        assert r.status_code == 200, r.text
+        want = codec.encode(torch.from_numpy(audio), rate)
+        got = np.asarray(r.json()["tokens"]).reshape(want.tokens[0].shape)
+        assert np.array_equal(got, want.tokens[0].numpy())
+        r = client.post(f"/v1/decode?model={model}&format=pcm&sample_format=f32le",
+                        json={"tokens": want.tokens[0].tolist()})
+        assert r.status_code == 200, r.text
+        ref = codec.decode(want.tokens)[0, 0].numpy()
+        pcm = np.frombuffer(r.content, "<f4")
+        assert pcm.shape == ref.shape and np.abs(pcm - ref).max() <= SAME_MODEL
+        offline = codec.decode(torch.from_numpy(tokens))[0, 0].numpy()
+        t = tokens.shape[1]
+        ready, got, done = ws_stream_decode(client, model, tokens, (1, 5, 2, t - 8))
+        assert ready["type"] == "ready" and ready["decode"] == decode, ready
+        assert done["type"] == "done" and done["samples"] == offline.size
+        assert got.shape == offline.shape and np.abs(got - offline).max() <= SAME_MODEL
+
+
 # each `audio_N` input encoded and decoded alone, then all in one batch with the last length twice
 EACH_LENGTH_AND_A_BATCH = torch_free_script("""
     lengths = [int(k[6:]) for k in d if k.startswith("audio_")]

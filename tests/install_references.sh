@@ -33,3 +33,10 @@ rm -f .refs/s3gen/torchaudio/lib/*.so
 # its tokenizer module runs with ours), in a folder its tests import from; the FSQ and training
 # modules it imports are stood in for (tests/models/xcodec/reference.py)
 pip install -q --no-deps --target .refs/higgs boson-multimodal==0.1.1
+# NanoCodec's oracle: NeMo's codec modules (nemo_toolkit; `import nemo` needs lightning, hydra
+# and the ASR stack: tests/models/nanocodec/reference.py loads the two module files by path
+# with stand-ins for what they import), in a folder of its own
+pip install -q --no-deps --target .refs/nemo nemo_toolkit==3.0.0
+# Kani-TTS's token handling (kani_tts/core.py, loaded by path with stand-ins for NeMo and its
+# model: tests/models/nanocodec/test_llm.py)
+pip install -q --no-deps --target .refs/kani kani-tts==1.0.1

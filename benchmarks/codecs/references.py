@@ -367,6 +367,18 @@ def higgs(args, variant: str | None) -> Side:
             lambda x: reference.hf_codes(hf, x), lambda c: reference.hf_decode(hf, c))})
 
 
+def nanocodec(args, variant: str | None) -> Side:
+    """NanoCodec 0.6 kbps at the released size on random weights, against NeMo's own modules
+    (nemo_toolkit 3.0.0, as AudioCodecModel runs them)."""
+    from tests.models.nanocodec import reference
+
+    ref = reference.Codec(reference.FULL)
+    path = reference.save_nemo(ref, reference.FULL, args.workdir / "nanocodec_full" /
+                               "nanocodec.nemo")
+    return Side(path, {"NeMo 3.0.0": lambda ours: Impl(
+        lambda x: ref.encode(x[:, 0]), lambda c: ref.decode(c))})
+
+
 def _golden(file: str, keys: list[str]) -> dict:
     with np.load(ROOT / "tests" / "data" / file) as z:
         return {k: z[k] for k in keys}
@@ -384,7 +396,7 @@ REFERENCES: dict[str, Callable[..., Side]] = {
     "s2": s2, "xcodec2": xcodec2, "dac": dac, "dac-outetts": dac_outetts, "snac": snac,
     "mimi": mimi, "encodec": encodec,
     "neucodec": neucodec, "distill-neucodec": distill_neucodec, "qwen3-tts": qwen3_tts,
-    "s3": s3, "wavtokenizer": wavtokenizer, "higgs": higgs,
+    "s3": s3, "wavtokenizer": wavtokenizer, "higgs": higgs, "nanocodec": nanocodec,
 }
 # the entries --isolated runs: their references load from the checkpoint, and they name golden
 # signals for the precision study

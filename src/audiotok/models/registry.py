@@ -22,6 +22,7 @@ FOLDERS = (
     "s3",
     "wavtokenizer",
     "xcodec",
+    "nanocodec",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

@@ -176,9 +176,9 @@ class OnnxCodec(FrameMath):
     def _groups(self, frames: list[int], lengths: list[int] | None = None,
                 raw: bool = False) -> list[list[int]]:
         """Items run as one batch: all of them for a causal codec fed whole frames (padding
-        never reaches an item's frames), else those of equal length (`lengths`, default
-        frames; a long one alone: it is windowed)."""
-        if self.step_graphs and not raw:
+        never reaches an item's frames; its encoder streams: an encoder_step graph), else those
+        of equal length (`lengths`, default frames; a long one alone: it is windowed)."""
+        if self.step_graphs and not raw and "encoder_step" in self.facts["graphs"]:
             return [list(range(len(frames)))]
         groups: dict[int, list[int]] = {}
         for i, (n, key) in enumerate(zip(frames, lengths or frames, strict=True)):

@@ -16,7 +16,7 @@ from tests.server.schedules import run_decode_schedule
 from tests.server.test_engine import CORNERS, schedules
 
 pytest.importorskip("fastapi")
-from tests.helpers import served_client, ws_stream_decode  # noqa: E402
+from tests.helpers import check_served  # noqa: E402
 
 
 def streamed(codec, tokens, sizes, window=None) -> torch.Tensor:
@@ -67,24 +67,6 @@ def test_engine_decode_streams_equal_offline(higgs, windowed, plan):
 
 def test_http_and_websocket_equal_the_library(higgs):
     codec = higgs("tiny").codec
-    with served_client({"higgs": codec}) as client:
-        audio = (0.1 * np.random.default_rng(3).standard_normal(24500)).astype(np.float32)
-        r = client.post("/v1/encode?model=higgs&pcm=f32le&sample_rate=24000&format=json",
-                        content=audio.tobytes())
-        assert r.status_code == 200, r.text
-        want = codec.encode(torch.from_numpy(audio), 24000)
-        got = np.asarray(r.json()["tokens"]).reshape(want.tokens[0].shape)
-        assert np.array_equal(got, want.tokens[0].numpy())
-        r = client.post("/v1/decode?model=higgs&format=pcm&sample_format=f32le",
-                        json={"tokens": want.tokens[0].tolist()})
-        assert r.status_code == 200, r.text
-        ref = codec.decode(want.tokens)[0, 0].numpy()
-        pcm = np.frombuffer(r.content, "<f4")
-        assert pcm.shape == ref.shape == (960 * 26,)
-        assert np.abs(pcm - ref).max() <= SAME_MODEL
-        tokens = np.random.default_rng(4).integers(0, 1024, (8, 23))
-        want = codec.decode(torch.from_numpy(tokens))[0, 0].numpy()
-        ready, got, done = ws_stream_decode(client, "higgs", tokens, (1, 5, 2, 15))
-        assert ready["type"] == "ready" and ready["decode"] == "stateful", ready
-        assert done["type"] == "done" and done["samples"] == want.size == 23 * 960
-        assert got.shape == want.shape and np.abs(got - want).max() <= SAME_MODEL
+    audio = 0.1 * np.random.default_rng(3).standard_normal(24500)
+    tokens = np.random.default_rng(4).integers(0, 1024, (8, 23))
+    check_served(codec, "higgs", audio, tokens, decode="stateful")
