@@ -153,6 +153,16 @@ def step_columns(ids: np.ndarray, k: int) -> np.ndarray:
     return ids.reshape(-1, k).T
 
 
+def check_pattern(ids: np.ndarray, want: np.ndarray, codes: int) -> None:
+    """TokenIdError naming the first place where `ids` [K, S] do not hold the special ids (those
+    >= `codes`) of the delay pattern `want` [K, S] (the pattern of the same number of frames)."""
+    special = want >= codes
+    if (ids[special] != want[special]).any():
+        c, s = (int(i) for i in np.argwhere(special & (ids != want))[0])
+        raise TokenIdError(f"id {int(ids[c, s])} at codebook {c}, step {s}: the delay pattern "
+                           f"has {int(want[c, s])} there")
+
+
 def delayed(tokens: np.ndarray, delays: Sequence[int], steps: int, before: int,
              after: np.ndarray) -> np.ndarray:
     """[K, steps]: row k holds `before` until delays[k], its codes from there, then `after[k]`

@@ -32,6 +32,7 @@ import numpy as np
 from ...export.llm import (
     TokenIdError,
     Vocab,
+    check_pattern,
     check_tokens,
     delayed,
     ints,
@@ -166,12 +167,7 @@ class ParlerIds(_DacIds):
         if a.ndim != 2 or a.shape[0] != k or a.shape[1] < k:
             raise TokenIdError(f"expected Parler labels [{k}, S >= {k}], got shape {a.shape}")
         frames = a.shape[1] - k
-        want = self.to_ids(np.zeros((k, frames), np.int64))
-        special = want >= CODES
-        if (a[special] != want[special]).any():
-            c, s = (int(i) for i in np.argwhere(special & (a != want))[0])
-            raise TokenIdError(f"id {int(a[c, s])} at codebook {c}, step {s}: the delay pattern "
-                               f"has {int(want[c, s])} there")
+        check_pattern(a, self.to_ids(np.zeros((k, frames), np.int64)), CODES)
         values = np.stack([a[c, c : c + frames] for c in range(k)])
         _bad(values, "codebook", lambda c, t: c + t)
         return values

@@ -28,7 +28,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...export.llm import TokenIdError, check_tokens, delayed, ints, step_columns, text_numbers
+from ...export.llm import (
+    TokenIdError,
+    check_pattern,
+    check_tokens,
+    delayed,
+    ints,
+    step_columns,
+    text_numbers,
+)
 
 CODES, BOS, EOS = 1024, 1024, 1025
 TABLE = 1026  # each codebook's embedding rows: codes, BOS, EOS
@@ -83,12 +91,7 @@ class HiggsIds:
         rows = np.stack([a[c, c : c + frames + 2] for c in range(k)])
         if clamp:
             return np.clip(rows, 0, CODES - 1)[:, 1:-1]
-        want = self.to_ids(np.zeros((k, frames), np.int64))
-        special = want >= CODES
-        if (a[special] != want[special]).any():
-            c, s = (int(i) for i in np.argwhere(special & (a != want))[0])
-            raise TokenIdError(f"id {int(a[c, s])} at codebook {c}, step {s}: the delay pattern "
-                               f"has {int(want[c, s])} there")
+        check_pattern(a, self.to_ids(np.zeros((k, frames), np.int64)), CODES)
         values = rows[:, 1:-1]
         bad = (values < 0) | (values >= CODES)
         if bad.any():
