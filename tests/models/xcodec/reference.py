@@ -273,38 +273,11 @@ def to_hf(sd: dict, strides: int) -> dict:
                                                  if k not in semantic}), **semantic}.items()
           if not k.startswith(("decoder_semantic.", "fc_post1."))
           and k != "semantic_model.masked_spec_embed"}
-    unit = {"0": "snake1", "1": "conv1", "2": "snake2", "3": "conv2"}
     out = {}
     for k, v in sd.items():
         n = k
-        if m := re.match(r"encoder\.block\.(\d+)\.(.*)", k):
-            i, rest = int(m[1]), m[2]
-            if i == 0:
-                n = "acoustic_encoder.conv1." + rest
-            elif i == strides + 1:
-                n = "acoustic_encoder.snake1." + rest
-            elif i == strides + 2:
-                n = "acoustic_encoder.conv2." + rest
-            elif r := re.match(r"block\.([0-2])\.block\.([0-3])\.(.*)", rest):
-                n = f"acoustic_encoder.block.{i - 1}.res_unit{int(r[1]) + 1}.{unit[r[2]]}.{r[3]}"
-            elif r := re.match(r"block\.3\.(.*)", rest):
-                n = f"acoustic_encoder.block.{i - 1}.snake1.{r[1]}"
-            elif r := re.match(r"block\.4\.(.*)", rest):
-                n = f"acoustic_encoder.block.{i - 1}.conv1.{r[1]}"
-        elif m := re.match(r"decoder_2\.model\.(\d+)\.(.*)", k):
-            i, rest = int(m[1]), m[2]
-            if i == 0:
-                n = "acoustic_decoder.conv1." + rest
-            elif i == strides + 1:
-                n = "acoustic_decoder.snake1." + rest
-            elif i == strides + 2:
-                n = "acoustic_decoder.conv2." + rest
-            elif r := re.match(r"block\.0\.(.*)", rest):
-                n = f"acoustic_decoder.block.{i - 1}.snake1.{r[1]}"
-            elif r := re.match(r"block\.1\.(.*)", rest):
-                n = f"acoustic_decoder.block.{i - 1}.conv_t1.{r[1]}"
-            elif r := re.match(r"block\.([2-4])\.block\.([0-3])\.(.*)", rest):
-                n = f"acoustic_decoder.block.{i - 1}.res_unit{int(r[1]) - 1}.{unit[r[2]]}.{r[3]}"
+        if m := re.match(r"(encoder\.block|decoder_2\.model)\.(\d+)\.(.*)", k):
+            n = _dac_to_hf(m[1].startswith("encoder"), int(m[2]), m[3], strides)
         elif k.startswith("quantizer.vq.layers."):
             n = k.replace("quantizer.vq.layers.", "quantizer.quantizers.").replace(
                 "._codebook.", ".codebook.")
@@ -316,6 +289,24 @@ def to_hf(sd: dict, strides: int) -> dict:
             n = k.replace(".conv.conv.", ".conv.").replace("conv1.conv.", "conv1.")
         out[n] = v
     return out
+
+
+def _dac_to_hf(encoder: bool, i: int, rest: str, strides: int) -> str:
+    """The dac package's name of layer i of the encoder (`block.i`) or decoder (`model.i`) ->
+    transformers' (its converter's mapping)."""
+    import re
+
+    unit = {"0": "snake1", "1": "conv1", "2": "snake2", "3": "conv2"}
+    root = "acoustic_encoder" if encoder else "acoustic_decoder"
+    ends = {0: "conv1", strides + 1: "snake1", strides + 2: "conv2"}
+    if i in ends:
+        return f"{root}.{ends[i]}.{rest}"
+    first = 0 if encoder else 2  # (the decoder's units follow its snake and transposed conv)
+    if r := re.match(rf"block\.([{first}-{first + 2}])\.block\.([0-3])\.(.*)", rest):
+        return f"{root}.block.{i - 1}.res_unit{int(r[1]) - first + 1}.{unit[r[2]]}.{r[3]}"
+    own = {"3": "snake1", "4": "conv1"} if encoder else {"0": "snake1", "1": "conv_t1"}
+    r = re.match(r"block\.(\d)\.(.*)", rest)
+    return f"{root}.block.{i - 1}.{own[r[1]]}.{r[2]}"
 
 
 def save_hf(model, spec, folder: Path) -> Path:
