@@ -157,3 +157,38 @@ def report_rounds(rows: list, times: dict, memory: dict, same: bool | str, secon
         fastest = min(statistics.median(times[name, kind]) for name in names if name != ours)
         ratio = fastest / statistics.median(times[ours, kind])
         print(f"{seconds:5.1f} s {kind}: {ours} {ratio:.2f}x the faster reference")
+
+
+def snr(x: np.ndarray, ref: np.ndarray) -> float:
+    """dB of ref over x - ref (inf when equal)."""
+    noise = np.sum((x - ref) ** 2)
+    return float("inf") if noise == 0 else float(10 * np.log10(np.sum(ref**2) / noise))
+
+
+def stream_row(name: str, times: list[float], seconds: float, frames_per_frame: float,
+               first_audio_frames: int, audio: np.ndarray, offline: np.ndarray) -> dict:
+    """One decode stream's figures against the offline decode (printed as a line too): median
+    time, time per second of audio, frames decoded a frame, first audio, max |diff|, SNR."""
+    assert audio.shape == offline.shape, (name, audio.shape, offline.shape)
+    row = {"stream": name, "median_s": float(np.median(times)),
+           "seconds_per_audio_second": float(np.median(times)) / seconds,
+           "frames_decoded_per_frame": frames_per_frame, "first_audio_frames": first_audio_frames,
+           "max_abs_diff": float(np.abs(audio - offline).max()), "snr_db": snr(audio, offline)}
+    print(f"{name:24s} {row['median_s']:6.2f} s for {seconds:.1f} s of audio  "
+          f"{frames_per_frame:.2f} frames decoded a frame  first audio after "
+          f"{first_audio_frames} frames  max |diff| {row['max_abs_diff']:.2e}  "
+          f"SNR {row['snr_db']:.1f} dB")
+    return row
+
+
+def interleaved(runs: dict, repeats: int) -> tuple[dict[str, list[float]], dict]:
+    """Each of `runs` (name -> fn()) `repeats` times, round by round: (times by name, each
+    one's last output)."""
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    out = {}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            t = time.perf_counter()
+            out[name] = run()
+            times[name].append(time.perf_counter() - t)
+    return times, out

@@ -156,11 +156,24 @@ def ws_stream_decode(client, model: str, tokens: np.ndarray, pushes, **start
         return ready, np.concatenate(pcm), json.loads(msg["text"])
 
 
+def stream_decoded(codec, tokens: torch.Tensor, sizes, **options) -> torch.Tensor:
+    """Tokens [B, K, T] through codec.stream_decoder(B, **options), pushed `sizes` frames at a
+    time, then flushed: the stream's audio."""
+    pieces, sent = [], 0
+    with codec.stream_decoder(tokens.shape[0], **options) as dec:
+        for n in sizes:
+            pieces.append(dec.push(tokens[..., sent : sent + n]))
+            sent += n
+        pieces.append(dec.flush())
+    return torch.cat(pieces, -1)
+
+
 def check_served(codec, model: str, audio: np.ndarray, tokens: np.ndarray, decode: str) -> None:
     """`codec` served as `model`: HTTP encode of `audio` (f32le at the codec's rate) gives the
     library's codes, HTTP decode of them its audio (within SAME_MODEL, the same length), and a
     WebSocket decode stream of `tokens` [K, T] in ragged pushes its offline decode, with the
-    stream kind `decode` in the ready message."""
+    stream kind `decode` in the ready message. Codes with utterance tokens carry them (the
+    encode's, sent with each decode)."""
     import torch
 
     from tests.bounds import SAME_MODEL
@@ -173,15 +186,19 @@ def check_served(codec, model: str, audio: np.ndarray, tokens: np.ndarray, decod
         want = codec.encode(torch.from_numpy(audio), rate)
         got = np.asarray(r.json()["tokens"]).reshape(want.tokens[0].shape)
         assert np.array_equal(got, want.tokens[0].numpy())
+        extra = {}
+        if want.globals is not None:
+            extra = {"globals": want.globals[0].tolist()}
+            assert r.json()["globals"] == extra["globals"]
         r = client.post(f"/v1/decode?model={model}&format=pcm&sample_format=f32le",
-                        json={"tokens": want.tokens[0].tolist()})
+                        json={"tokens": want.tokens[0].tolist(), **extra})
         assert r.status_code == 200, r.text
-        ref = codec.decode(want.tokens)[0, 0].numpy()
+        ref = codec.decode(want.tokens, globals=want.globals)[0, 0].numpy()
         pcm = np.frombuffer(r.content, "<f4")
         assert pcm.shape == ref.shape and np.abs(pcm - ref).max() <= SAME_MODEL
-        offline = codec.decode(torch.from_numpy(tokens))[0, 0].numpy()
+        offline = codec.decode(torch.from_numpy(tokens), globals=want.globals)[0, 0].numpy()
         t = tokens.shape[1]
-        ready, got, done = ws_stream_decode(client, model, tokens, (1, 5, 2, t - 8))
+        ready, got, done = ws_stream_decode(client, model, tokens, (1, 5, 2, t - 8), **extra)
         assert ready["type"] == "ready" and ready["decode"] == decode, ready
         assert done["type"] == "done" and done["samples"] == offline.size
         assert got.shape == offline.shape and np.abs(got - offline).max() <= SAME_MODEL

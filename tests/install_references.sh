@@ -40,3 +40,10 @@ pip install -q --no-deps --target .refs/nemo nemo_toolkit==3.0.0
 # Kani-TTS's token handling (kani_tts/core.py, loaded by path with stand-ins for NeMo and its
 # model: tests/models/nanocodec/test_llm.py)
 pip install -q --no-deps --target .refs/kani kani-tts==1.0.1
+# BiCodec's oracle: Spark-TTS's code as spark-tts-lib ships it, with what its codec modules
+# import (einx, omegaconf, retrying; torchaudio pure Python as above), in a folder of its own
+# (tests/models/bicodec/reference.py imports its modules without the package's __init__)
+pip install -q --no-deps --target .refs/spark spark-tts-lib==0.2.1 einx==0.4.3 \
+    frozendict==2.5.1 omegaconf==2.4.0 antlr4-python3-runtime==4.9.3 retrying==1.4.2 \
+    torchaudio==2.11.0
+rm -f .refs/spark/torchaudio/lib/*.so

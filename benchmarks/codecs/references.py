@@ -379,6 +379,30 @@ def nanocodec(args, variant: str | None) -> Side:
         lambda x: ref.encode(x[:, 0]), lambda c: ref.decode(c))})
 
 
+def bicodec(args, variant: str | None) -> Side:
+    """BiCodec at the released size (with XLSR-53's 24-layer wav2vec2) on random weights,
+    against Spark-TTS's code (spark-tts-lib 0.2.1: BiCodecTokenizer's steps on the samples,
+    BiCodec.detokenize). Codes: (semantic tokens, global tokens)."""
+    from tests.models.bicodec import reference
+
+    ref, w2v = reference.build(reference.RELEASED), reference.wav2vec2(reference.RELEASED)
+    path = reference.save_folder(ref, w2v, reference.RELEASED, args.workdir / "bicodec_full")
+    tok = reference.tokenizer(ref, w2v)
+
+    def ours(codec) -> Impl:
+        return Impl(lambda x: codec.encode(x[0], 16000), codec.decode)
+
+    def spark(_) -> Impl:
+        return Impl(lambda x: reference.tokenize_array(tok, x[0, 0].numpy()),
+                    lambda c: ref.detokenize(c[1], c[0]))
+
+    def same(codes: dict) -> bool:
+        a, (g, s) = codes["audiotok"], codes["Spark-TTS (spark-tts-lib 0.2.1)"]
+        return torch.equal(a.tokens[0], s) and torch.equal(a.globals[0], g.reshape(-1))
+
+    return Side(path, {"Spark-TTS (spark-tts-lib 0.2.1)": spark}, ours=ours, same=same)
+
+
 def _golden(file: str, keys: list[str]) -> dict:
     with np.load(ROOT / "tests" / "data" / file) as z:
         return {k: z[k] for k in keys}
@@ -397,6 +421,7 @@ REFERENCES: dict[str, Callable[..., Side]] = {
     "mimi": mimi, "encodec": encodec,
     "neucodec": neucodec, "distill-neucodec": distill_neucodec, "qwen3-tts": qwen3_tts,
     "s3": s3, "wavtokenizer": wavtokenizer, "higgs": higgs, "nanocodec": nanocodec,
+    "bicodec": bicodec,
 }
 # the entries --isolated runs: their references load from the checkpoint, and they name golden
 # signals for the precision study

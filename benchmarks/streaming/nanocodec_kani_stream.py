@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py
-from common import parser, speech
+from common import interleaved, parser, speech, stream_row
 
 import audiotok
 
@@ -60,11 +59,6 @@ def our_stream(codec, codes: torch.Tensor, push: int) -> np.ndarray:
     return torch.cat(pieces, -1)[0, 0].numpy()
 
 
-def snr(x: np.ndarray, ref: np.ndarray) -> float:
-    noise = np.sum((x - ref) ** 2)
-    return float("inf") if noise == 0 else float(10 * np.log10(np.sum(ref**2) / noise))
-
-
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--model", help="a NanoCodec .nemo (default: released size, random weights)")
@@ -86,30 +80,15 @@ def main() -> None:
     runs = {"kani": lambda: kani_stream(codec, codes)[0],
             "ours, 1 frame a push": lambda: our_stream(codec, codes, 1),
             "ours, 25 frames a push": lambda: our_stream(codec, codes, CHUNK)}
-    times: dict[str, list[float]] = {k: [] for k in runs}
-    audio = {}
-    for _ in range(args.repeats):  # interleaved
-        for name, run in runs.items():
-            t = time.perf_counter()
-            audio[name] = run()
-            times[name].append(time.perf_counter() - t)
+    times, audio = interleaved(runs, args.repeats)
     _, kani_frames = kani_stream(codec, codes)
     frames = codes.shape[-1]
     rows = []
     for name in runs:
-        a = audio[name]
-        assert a.shape == offline.shape, (name, a.shape, offline.shape)
         kani = name == "kani"
-        rows.append({
-            "stream": name, "median_s": float(np.median(times[name])),
-            "seconds_per_audio_second": float(np.median(times[name])) / seconds,
-            "frames_decoded_per_frame": kani_frames / frames if kani else 1.0,
-            "first_audio_frames": CHUNK if kani else (CHUNK if "25" in name else 1),
-            "max_abs_diff": float(np.abs(a - offline).max()), "snr_db": snr(a, offline)})
-        print(f"{name:24s} {rows[-1]['median_s']:6.2f} s for {seconds:.1f} s of audio  "
-              f"{rows[-1]['frames_decoded_per_frame']:.2f} frames decoded a frame  first audio "
-              f"after {rows[-1]['first_audio_frames']} frames  max |diff| "
-              f"{rows[-1]['max_abs_diff']:.2e}  SNR {rows[-1]['snr_db']:.1f} dB")
+        rows.append(stream_row(name, times[name], seconds,
+                               kani_frames / frames if kani else 1.0,
+                               CHUNK if kani or "25" in name else 1, audio[name], offline))
     if args.json:
         args.json.write_text(json.dumps({"threads": args.threads, "seconds": seconds,
                                          "model": str(path), "rows": rows}, indent=1) + "\n")

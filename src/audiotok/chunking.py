@@ -34,10 +34,11 @@ def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
     """Code frames of `num_samples` samples under a codec's padding rule: "ceil" (padded up to
     whole frames), "ceil:N" (padded up to a multiple of N frames, e.g. a whole attention
     window), "plus_one" (always 1..samples_per_frame zeros appended: N // hop + 1), "floor"
-    (a partial last frame is dropped), "partial:R" (a partial last frame counts once it has
-    R samples or more), "hop:H" (features every H samples, a partial hop dropped, then a frame
-    per samples_per_frame / H features, the last one partial) or "segments:L:S" (segments of L
-    samples every S, each "ceil": segment_frames)."""
+    (a partial last frame is dropped), "partial:R" (the first frame needs R samples, each
+    further one samples_per_frame more: for R <= samples_per_frame, a partial last frame
+    counts once it has R samples), "hop:H" (features every H samples, a partial hop dropped,
+    then a frame per samples_per_frame / H features, the last one partial) or "segments:L:S"
+    (segments of L samples every S, each "ceil": segment_frames)."""
     if rule == "ceil":
         return -(-num_samples // samples_per_frame)
     if rule.startswith("ceil:") and rule[5:].isdigit() and int(rule[5:]) > 0:
@@ -51,8 +52,7 @@ def frames_for(rule: str, num_samples: int, samples_per_frame: int) -> int:
         return -(-(num_samples // hop) // (samples_per_frame // hop))
     if rule.startswith("segments:"):
         return sum(segment_frames(num_samples, *segment_rule(rule), samples_per_frame))
-    if rule.startswith("partial:") and rule[8:].isdigit() and 0 < int(rule[8:]) <= \
-            samples_per_frame:
+    if rule.startswith("partial:") and rule[8:].isdigit() and int(rule[8:]) > 0:
         return (num_samples + samples_per_frame - int(rule[8:])) // samples_per_frame
     if rule == "plus_one":
         return num_samples // samples_per_frame + 1

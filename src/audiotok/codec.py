@@ -27,7 +27,14 @@ from .nn.cuda_graphs import GraphCache
 from .nn.precision import set_precision
 from .nn.streaming import StreamCopies
 from .streaming.spec import StreamSpec
-from .tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
+from .tokencheck import (
+    BATCH_PLACE,
+    CLAMP_HINT,
+    check_batch,
+    check_utterance,
+    rank_error,
+    within_codebooks,
+)
 
 if TYPE_CHECKING:
     from .models.family import Family
@@ -57,6 +64,10 @@ class Codec(FrameMath):
     # once from prompt speech with make_voice() (a token-to-audio model conditioned on a
     # speaker: the S3 tokens' decoder)
     decode_conditioning: tuple[str, ...] = ()
+    # utterance tokens (Codes.globals): how many each item carries beside its frames (BiCodec's
+    # 32 global tokens) and their codebook's size; 0: none
+    global_tokens: int = 0
+    global_codebook_size: int = 0
 
     def __init__(self, model: nn.Module, config, *, source: str = "", device=None,
                  dtype: torch.dtype = torch.float32, cuda_graphs: bool = False):
@@ -131,6 +142,8 @@ class Codec(FrameMath):
             "cuda_graphs": self.graphs is not None,
             "decodes": self.decode_refusal is None,
             "decode_conditioning": list(self.decode_conditioning),
+            "global_tokens": self.global_tokens,
+            "global_codebook_size": self.global_codebook_size,
             "weights_licence": self.licence,
         }
 
@@ -166,12 +179,15 @@ class Codec(FrameMath):
             self.check_whole_frame(it.samples.shape[-1], self.short_input_hint)
         with torch.inference_mode():
             tokens = self._encode_items(items)
-        scales = None
-        if isinstance(tokens, Encoded):  # tokens and each item's segment scales
-            tokens, item_scales = tokens.tokens, tokens.scales
-            scales = torch.zeros(len(tokens), max(len(v) for v in item_scales))
-            for i, v in enumerate(item_scales):
-                scales[i, : len(v)] = v
+        scales = utterance = None
+        if isinstance(tokens, Encoded):  # tokens and each item's segment scales or globals
+            encoded, tokens = tokens, tokens.tokens
+            if encoded.scales is not None:
+                scales = torch.zeros(len(tokens), max(len(v) for v in encoded.scales))
+                for i, v in enumerate(encoded.scales):
+                    scales[i, : len(v)] = v
+            if encoded.globals is not None:
+                utterance = torch.stack(encoded.globals).long()
         lengths = torch.tensor([t.shape[-1] for t in tokens])
         batch = torch.zeros(len(tokens), self.num_codebooks, int(lengths.max()), dtype=torch.long)
         for i, t in enumerate(tokens):
@@ -183,7 +199,7 @@ class Codec(FrameMath):
             meta={"codec_version": __version__, "model": self.title,
                   "source_sample_rate": [it.source_rate for it in items],
                   "source_num_samples": [it.source_samples for it in items]},
-            scales=scales,
+            scales=scales, globals=utterance,
         )
 
     def _encode_items(self, items: list[AudioItem]) -> list[torch.Tensor]:
@@ -246,7 +262,8 @@ class Codec(FrameMath):
         return run_in_pieces(self, "encode", audio, chunk)
 
     # -- decode ------------------------------------------------------------------------------
-    def decode(self, codes, *, clamp: bool = False, frame_offsets=None) -> torch.Tensor:
+    def decode(self, codes, *, clamp: bool = False, frame_offsets=None, globals=None
+               ) -> torch.Tensor:
         """Audio float32 [B, C, N] (C: the codec's channels) for Codes or integer tokens
         [B, K, T] / [K, T].
 
@@ -255,13 +272,23 @@ class Codec(FrameMath):
         codebook raise CodesError, or are clamped into range with clamp=True. frame_offsets
         (per item): where each item's first frame sits in a longer stream, for a codec whose
         output depends on absolute position (a decoder's seeded noise); others ignore it.
+        globals [B, G] / [G]: a codec with utterance tokens (global_tokens) decodes each item
+        with its own (Codes carry them; given here they replace the Codes').
         """
         if self.decode_refusal is not None:
             raise AudiotokError(self.decode_refusal)
         tokens, lengths, num_samples = self._check_codes(codes, clamp)
+        utterance = self.check_globals(
+            getattr(codes, "globals", None) if globals is None else globals, tokens.shape[0],
+            clamp)
         scales = getattr(codes, "scales", None)
         with torch.inference_mode():
-            if scales is not None:
+            if utterance is not None:
+                offsets = None if frame_offsets is None else \
+                    torch.as_tensor(frame_offsets, dtype=torch.long).reshape(-1)
+                audio = self._decode_global(tokens.to(self.device), lengths,
+                                            utterance.to(self.device), offsets)
+            elif scales is not None:
                 audio = self._decode_scaled(tokens.to(self.device), lengths,
                                             torch.as_tensor(scales, dtype=torch.float32))
             elif frame_offsets is None:
@@ -279,6 +306,18 @@ class Codec(FrameMath):
         for i, n in enumerate(out_len.tolist()):
             audio[i, :, n:] = 0
         return audio
+
+    def check_globals(self, utterance, batch: int, clamp: bool = False) -> torch.Tensor | None:
+        """Utterance tokens [batch, global_tokens] (int64, in range) for a codec that has them,
+        None for one without (tokencheck.check_utterance says what is refused)."""
+        g = check_utterance(utterance, batch, self.global_tokens, self.global_codebook_size,
+                            self.title, clamp)
+        return None if g is None else torch.from_numpy(g)
+
+    def _decode_global(self, tokens: torch.Tensor, lengths: torch.Tensor, utterance: torch.Tensor,
+                       frame_offsets: torch.Tensor | None) -> torch.Tensor:
+        """_decode_batch for a codec with utterance tokens [B, G] (global_tokens)."""
+        raise NotImplementedError
 
     def make_voice(self, audio, sample_rate: int | None = None):
         """A voice from prompt speech, for a codec whose decode() takes one
@@ -390,9 +429,15 @@ class Codec(FrameMath):
         from .streaming.library import StreamDecoder
         from .streaming.windows import check_window, library_window
 
-        if options and not self.decode_conditioning:
+        # (a codec that decodes in a voice checks its own options; utterance tokens are the
+        # codes' own)
+        extra = set(options) - ({"globals"} if self.global_tokens else set())
+        if extra and not self.decode_conditioning:
             raise AudiotokError(f"{self.title} decodes from its codes alone: stream_decoder() "
-                                f"takes no {', '.join(sorted(options))}")
+                                f"takes no {', '.join(sorted(extra))}")
+        if self.global_tokens:
+            options = dict(options, globals=self.check_globals(options.get("globals"),
+                                                               batch_size, clamp))
         spec = self.streaming
         if why := self.stream_refusal("decode"):
             raise AudiotokError(why)
@@ -451,10 +496,12 @@ class Codec(FrameMath):
 @dataclass
 class Encoded:
     """What a codec's _encode_items returns when its codes carry more than tokens: each item's
-    tokens [K, T_i] and its segments' scales [S_i] (Codes.scales)."""
+    tokens [K, T_i] and its segments' scales [S_i] (Codes.scales) or its utterance tokens [G]
+    (Codes.globals)."""
 
     tokens: list[torch.Tensor]
-    scales: list[torch.Tensor]
+    scales: list[torch.Tensor] | None = None
+    globals: list[torch.Tensor] | None = None
 
 
 def codebooks_setting(codebooks, total: int) -> int:

@@ -4,8 +4,9 @@ Two file formats:
 - `.npy`: one item, integer [K, T], exactly what fish-speech's tools write and read;
 - `.codes` (anything else): a self-describing numpy .npz archive holding `tokens` [B, K, T]
   (the smallest unsigned dtype that fits), `lengths` [B], `num_samples` [B] (-1 if unknown),
-  `scales` [B, S] (float32, only for a codec whose decoder needs them) and a JSON `meta` string
-  (format, codec name and version, sample rate, frame rate, codebook sizes).
+  `scales` [B, S] (float32, only for a codec whose decoder needs them), `globals` [B, G] (only
+  for a codec whose items carry utterance tokens) and a JSON `meta` string (format, codec name
+  and version, sample rate, frame rate, codebook sizes).
 
 Codes hold torch tensors (the torch codecs) or numpy arrays (the ONNX runtime, which runs
 without torch; `load_codes(path, arrays=True)`); this module imports torch only to make tensors.
@@ -41,8 +42,10 @@ class Codes:
     (the rate the codec decodes to; for a codec whose input rate differs, the input's length
     at that rate), so decoding can return exactly that many; None when unknown. scales [B, S]
     float32: what a codec that normalises its input's segments (EnCodec 48 kHz) scales each
-    segment's audio by on decoding (None for the others). The arrays are torch tensors, or
-    numpy arrays from the ONNX runtime; every codec decodes either kind.
+    segment's audio by on decoding (None for the others). globals [B, G] int64: utterance
+    tokens, G per item, that are not per frame (BiCodec's 32 global tokens, the speaker),
+    decoded together with the frames (None for a codec without them). The arrays are torch
+    tensors, or numpy arrays from the ONNX runtime; every codec decodes either kind.
     """
 
     tokens: torch.Tensor | np.ndarray
@@ -53,6 +56,7 @@ class Codes:
     num_samples: torch.Tensor | np.ndarray | None = None
     meta: dict = field(default_factory=dict)
     scales: torch.Tensor | np.ndarray | None = None
+    globals: torch.Tensor | np.ndarray | None = None
 
     def __post_init__(self):
         if self.tokens.ndim != 3:
@@ -68,6 +72,10 @@ class Codes:
                                         self.scales.shape[0] != self.tokens.shape[0]):
             raise CodesError(f"Codes.scales must be [{self.tokens.shape[0]}, segments], got "
                              f"shape {tuple(self.scales.shape)}")
+        if self.globals is not None and (self.globals.ndim != 2 or
+                                         self.globals.shape[0] != self.tokens.shape[0]):
+            raise CodesError(f"Codes.globals must be [{self.tokens.shape[0]}, utterance tokens], "
+                             f"got shape {tuple(self.globals.shape)}")
 
     @property
     def frame_rate(self) -> float | None:
@@ -85,6 +93,7 @@ class Codes:
             self, tokens=self.tokens[i : i + 1, :, :n], lengths=self.lengths[i : i + 1],
             num_samples=None if self.num_samples is None else self.num_samples[i : i + 1],
             scales=None if self.scales is None else self.scales[i : i + 1],
+            globals=None if self.globals is None else self.globals[i : i + 1],
         )
 
     def require_codec(self, name: str) -> None:
@@ -138,9 +147,10 @@ def save_codes(codes: Codes, path: str | os.PathLike) -> None:
         if len(codes) != 1:
             raise CodesError(f"{path}: a .npy codes file holds one item, got a batch of "
                              f"{len(codes)}; save as .codes or save each item")
-        if codes.scales is not None:
-            raise CodesError(f"{path}: a .npy codes file holds tokens only, and these codes "
-                             "carry segment scales; save as .codes")
+        for part, what in ((codes.scales, "segment scales"), (codes.globals, "utterance tokens")):
+            if part is not None:
+                raise CodesError(f"{path}: a .npy codes file holds tokens only, and these codes "
+                                 f"carry {what}; save as .codes")
         save_npy(path, as_numpy(codes.tokens)[0, :, : int(codes.lengths[0])])
         return
     with atomic_output(path) as tmp, open(tmp, "wb") as f:
@@ -162,6 +172,11 @@ def _archive(codes: Codes, name) -> dict:
                meta=np.array(json.dumps(meta)))
     if codes.scales is not None:
         out["scales"] = as_numpy(codes.scales).astype(np.float32)
+    if codes.globals is not None:
+        g = as_numpy(codes.globals)
+        if g.size and int(g.min()) < 0:
+            raise CodesError(f"{name}: negative utterance tokens cannot be saved")
+        out["globals"] = g.astype(_smallest_uint(int(g.max()) if g.size else 0))
     return out
 
 
@@ -233,10 +248,16 @@ def _from_archive(content: dict, path: Path, make) -> Codes:
     if scales is not None and (scales.ndim != 2 or scales.dtype.kind != "f"):
         raise CodesError(f"{path}: scales must be float [B, segments], got {scales.dtype} "
                          f"{scales.shape}")
+    utterance = content.get("globals")
+    if utterance is not None and (utterance.ndim != 2 or utterance.dtype.kind not in "iu"
+                                  or utterance.shape[0] != tokens.shape[0]):
+        raise CodesError(f"{path}: globals must be integer [{tokens.shape[0]}, utterance "
+                         f"tokens], got {utterance.dtype} {utterance.shape}")
     return Codes(
         tokens=make(tokens.astype(np.int64)), lengths=make(lengths.astype(np.int64)),
         codec=meta.get("codec"), sample_rate=meta.get("sample_rate"),
         samples_per_frame=meta.get("samples_per_frame"), num_samples=ns,
         meta={k: v for k, v in meta.items() if k not in known},
         scales=None if scales is None else make(scales.astype(np.float32)),
+        globals=None if utterance is None else make(utterance.astype(np.int64)),
     )

@@ -46,3 +46,33 @@ def within_codebooks(tokens: np.ndarray, sizes: Sequence[int], clamp: bool, wher
     index = tuple(int(v) for v in np.argwhere(bad)[0])
     raise CodesError(f"token {int(tokens[index])} at {where.format(*index)} is outside "
                      f"0..{sizes[index[-2]] - 1} ({hint})")
+
+
+def check_utterance(utterance, batch: int, count: int, size: int, title: str,
+                    clamp: bool = False) -> np.ndarray | None:
+    """Utterance tokens (Codes.globals) int64 [batch, count] in 0..size - 1, for a codec whose
+    codes carry `count` of them (0: none, and None back); [count] or [1, count] stand for every
+    item. CodesError when they are missing, misshapen or out of range (clamp=True: clamped)."""
+    if not count:
+        if utterance is not None:
+            raise CodesError(f"{title} has no utterance tokens; these codes carry globals")
+        return None
+    if utterance is None:
+        raise CodesError(f"{title} decodes each item with its {count} global tokens (the "
+                         "utterance's, from encode): pass Codes that carry them "
+                         f"(Codes.globals) or globals=[B, {count}]")
+    if type(utterance).__module__.split(".", 1)[0] == "torch":
+        utterance = utterance.detach().cpu().numpy()
+    try:
+        g = np.asarray(utterance)
+    except (TypeError, ValueError):
+        g = np.asarray(None)
+    if g.dtype.kind not in "iu":
+        raise CodesError(f"globals must be integers, got {g.dtype} values")
+    g = g.reshape(1, -1) if g.ndim == 1 else g
+    if g.ndim != 2 or g.shape[1] != count or g.shape[0] not in (1, batch):
+        raise CodesError(f"{title} takes {count} global tokens an item: globals must be "
+                         f"[{batch}, {count}] (or [{count}] for all), got {tuple(g.shape)}")
+    g = np.broadcast_to(g.astype(np.int64), (batch, count))
+    return within_codebooks(g[:, None, :], (size,), clamp, "item {0}, global token {2}",
+                            CLAMP_HINT)[:, 0].copy()

@@ -48,6 +48,9 @@ def items(codec, seed: int) -> list[torch.Tensor]:
     spf = codec.input_samples_per_frame
     lengths = [frames * spf + int(extra if extra >= 1 else extra * spf)
                for frames, extra in SHAPES]
+    for i, (frames, _) in enumerate(SHAPES):  # (a codec whose first frame needs more samples)
+        while codec.num_frames(lengths[i]) < frames:
+            lengths[i] += spf
     return [0.1 * torch.randn(codec.channels, n, generator=g) for n in lengths]
 
 
@@ -58,6 +61,8 @@ def assert_codes_equal(got: audiotok.Codes, i: int, alone: audiotok.Codes) -> No
     if alone.scales is not None:
         k = alone.scales.shape[-1]
         torch.testing.assert_close(got.scales[i, :k], alone.scales[0], rtol=0, atol=0)
+    if alone.globals is not None:
+        torch.testing.assert_close(got.globals[i], alone.globals[0], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("family", FAMILIES, ids=lambda f: f.name)
@@ -99,12 +104,14 @@ def run_streams(codec, kind: str, inputs: list, opens: list[int], pushes: list[i
     while any(s is None or s.state in ("open", "finishing") for s in streams):
         for i, x in enumerate(inputs):
             if streams[i] is None and step >= opens[i]:
-                streams[i] = opener("m")
+                # (a decode stream of codes with utterance tokens opens with them)
+                streams[i] = opener("m", **({"globals": x[2]} if kind == "decode" and
+                                            x[2] is not None else {}))
             s = streams[i]
             if s is None or s.state != "open":
                 continue
-            if kind == "decode":  # (tokens [K, T], the segments' scales or None)
-                tokens, scales = x
+            if kind == "decode":  # (tokens [K, T], the segments' scales, utterance tokens)
+                tokens, scales, _ = x
                 s.push(tokens[:, sent[i]: sent[i] + pushes[i]], None if sent[i] else scales)
             else:  # audio [C, n] or [n]
                 tokens = x
@@ -133,8 +140,8 @@ def test_streams_equal_their_results_alone(family, codecs):
         opens, frames = [0, 2], [2, 3]
         if spec.decode is not None and not codec.stream_refusal("decode"):
             codes = [codec.encode(x) for x in xs]
-            inputs = [(c.tokens[0], None if c.scales is None else c.scales[0].numpy())
-                      for c in codes]
+            inputs = [(c.tokens[0], None if c.scales is None else c.scales[0].numpy(),
+                       None if c.globals is None else c.globals[0]) for c in codes]
             together = run_streams(codec, "decode", inputs, opens, frames)
             for i, x in enumerate(inputs):
                 alone = run_streams(codec, "decode", [x], [0], [frames[i]])[0]

@@ -43,3 +43,18 @@ def test_ray_resumes_a_local_run(corpus, tmp_path, local_ray):
     s = tokenize(corpus, S2_MODEL, out, engine="ray", shard_items=3, progress=False)
     assert s.done_before == 6 and s.tokenized + s.failed == 5
     assert read_output(out)["rows"] == full["rows"]
+
+
+def test_ray_keeps_utterance_tokens(corpus, tmp_path, tmp_path_factory, local_ray):
+    """A codec whose codes carry utterance tokens (BiCodec's 32 global tokens): the Ray
+    engine's shards hold the same globals column as the local engine's."""
+    from tests.models.bicodec.tiny import checkpoints
+
+    model = str(checkpoints(tmp_path_factory)["tiny"])
+    common = dict(batch_seconds=3.0, shard_items=4, progress=False)
+    tokenize(corpus, model, tmp_path / "local", workers=1, **common)
+    tokenize(corpus, model, tmp_path / "ray", engine="ray", workers=1, **common)
+    a, b = read_output(tmp_path / "local"), read_output(tmp_path / "ray")
+    assert a["rows"] == b["rows"] and len(a["rows"]) == 8
+    assert all(len(r["globals"]) == 32 for r in a["rows"].values())
+    assert a["manifest"]["shards"] == b["manifest"]["shards"]

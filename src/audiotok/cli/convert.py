@@ -45,7 +45,9 @@ def encode(inputs, output, fmt, model, device, threads):
     def work(src: Path, dst: Path) -> str:
         codes = encode_file(codec, src)
         codes.save(dst)
-        return f"{src} -> {dst}: {int(codes.lengths[0])} frames x {codec.num_codebooks} codebooks"
+        extra = f" + {codec.global_tokens} global tokens" if codec.global_tokens else ""
+        return (f"{src} -> {dst}: {int(codes.lengths[0])} frames x {codec.num_codebooks} "
+                f"codebooks{extra}")
 
     run_each(pairs, work)
 
@@ -144,7 +146,7 @@ def _text_frames(lines, num_codebooks: int):
 def _decode_stream(codec, source: str, output: str, clamp: bool, push_frames: int,
                    subtype: str | None) -> None:
     """Push frames as they arrive; write each piece of audio at once."""
-    limit = None
+    limit, utterance = None, {}
     if source == "-":
         frames = _text_frames(sys.stdin, codec.num_codebooks)
     else:
@@ -154,8 +156,10 @@ def _decode_stream(codec, source: str, output: str, clamp: bool, push_frames: in
         tokens = codes.tokens[0, :, : int(codes.lengths[0])]
         frames = iter(tokens.numpy().T[:, :, None])
         limit = int(codec.audio_lengths(codes.lengths, codes.num_samples)[0])
+        if codes.globals is not None:  # (the utterance tokens, for codes that carry them)
+            utterance = {"globals": codes.globals}
     with contextlib.ExitStack() as stack:
-        dec = stack.enter_context(codec.stream_decoder(batch_size=1, clamp=clamp))
+        dec = stack.enter_context(codec.stream_decoder(batch_size=1, clamp=clamp, **utterance))
         if output == "-":
             raw = np.int16 if subtype == "PCM_16" else np.float32
             write = _raw_writer(sys.stdout.buffer, raw)

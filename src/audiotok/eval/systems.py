@@ -78,6 +78,8 @@ class CodecSystem(System):
         t1 = time.perf_counter()
         tokens = codes.tokens[0, :, : int(codes.lengths[0])].numpy()
         bits = float(tokens.shape[1] * sum(np.log2(codec.codebook_sizes)))
+        if codec.global_tokens:  # the utterance tokens are part of what the codes carry
+            bits += codec.global_tokens * float(np.log2(codec.global_codebook_size))
         if not self.reconstructs:  # encode only: its tokens and their statistics
             return Output(None, codec.sample_rate, t1 - t0, 0.0, tokens, bits)
         # a codec conditioned on a voice speaks in the input's own (made outside the timings)

@@ -5,7 +5,10 @@ The family's hook (`Family.onnx(codec, folder, facts, settings)`, in models/<fam
 writes the graphs; this module holds what every family uses. A non-causal codec's export has
 `encoder.onnx` (after the graphs the manifest's `encode_graphs` lists first, if any) and
 `decoder.onnx` (codes [B, K, T] -> audio [B, 1, T * frame]; an encode-only codec has none, and
-its manifest says why in `decode_refusal`); its manifest carries
+its manifest says why in `decode_refusal`; a codec whose codes carry utterance tokens names
+the graph that makes them, `utterance_graph`, and its decoder graph takes them as `globals`; a
+family whose encoder needs a numpy front end names it, `frontend` with `frontend_settings`,
+for the runtime to run first); its manifest carries
 `window_frames` and `context_frames`, and the runtime windows long inputs as the torch codec
 does, and runs items of different lengths apart. A causal codec's hook calls `causal_graphs`:
 the step graphs `decoder_step.onnx` (codes [B, K, t] with the streaming state -> audio
@@ -140,6 +143,9 @@ def export_onnx(codec, out: str | os.PathLike, settings: OnnxSettings | None = N
              "source": os.path.basename(str(codec.source))}
     if codec.decode_refusal is not None:  # an encode-only codec: no decoder graph
         facts["decode_refusal"] = codec.decode_refusal
+    if codec.global_tokens:  # codes with utterance tokens (Codes.globals)
+        facts.update(global_tokens=codec.global_tokens,
+                     global_codebook_size=codec.global_codebook_size)
     if codec.feature_windows is not None:  # (the runtime windows long inputs by this plan)
         facts["feature_windows"] = codec.feature_windows.to_dict()
     if codec.min_samples:

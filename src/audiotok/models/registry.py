@@ -23,6 +23,7 @@ FOLDERS = (
     "wavtokenizer",
     "xcodec",
     "nanocodec",
+    "bicodec",
 )
 DEFAULT_MODEL = "s2-pro"  # what the command line loads without --model
 

@@ -1,7 +1,9 @@
-"""HuBERT (transformers' HubertModel with a group-norm feature encoder and post-norm layers, as
-HuBERT-base and DistilHuBERT): raw 16 kHz audio -> hidden states at 50 Hz. Module names are
-transformers', so its state dicts load as they are (the positional convolution's weight norm
-folded by `fold_positional_conv`)."""
+"""HuBERT and wav2vec 2.0 (transformers' HubertModel / Wav2Vec2Model): raw 16 kHz audio ->
+hidden states at 50 Hz. Two layouts: a group-norm feature encoder and post-norm layers
+(HuBERT-base, DistilHuBERT), or `stable_layer_norm` (wav2vec2-large and XLSR-53: a LayerNorm
+after every feature convolution, pre-norm layers, the encoder's LayerNorm at the end). Module
+names are transformers', so its state dicts load as they are (the positional convolution's
+weight norm folded by `fold_positional_conv`)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .conv import Conv1d
 from .kernels import full_attention
 from .linear import Linear
 
@@ -32,6 +35,9 @@ class HubertConfig:
     pos_conv_groups: int = 16
     layer_norm_eps: float = 1e-5
     projection_norm: bool = True  # a LayerNorm before the feature projection (not DistilHuBERT)
+    # wav2vec2-large's layout: every feature convolution with a bias and a LayerNorm, pre-norm
+    # layers, the encoder's LayerNorm after the last layer
+    stable_layer_norm: bool = False
 
     @classmethod
     def from_shapes(cls, shapes: dict[str, list[int]], prefix: str, **fixed) -> dict:
@@ -60,6 +66,8 @@ class HubertConfig:
                 "layers": count(r"encoder\.layers\.(\d+)\."),
                 "pos_conv_kernel": pos[2], "pos_conv_groups": hidden // pos[1],
                 "projection_norm": prefix + "feature_projection.layer_norm.weight" in shapes,
+                "stable_layer_norm":
+                    prefix + "feature_extractor.conv_layers.1.layer_norm.weight" in shapes,
                 **fixed}
 
 
@@ -77,25 +85,34 @@ def fold_positional_conv(sd: dict[str, torch.Tensor], prefix: str) -> dict[str, 
 
 
 class HubertConv(nn.Module):
-    def __init__(self, c_in: int, c_out: int, kernel: int, stride: int, group_norm: bool):
+    """A strided convolution, a norm ("group": GroupNorm with a group per channel, over the
+    whole input; "layer": LayerNorm over the channels of each step; None) and GELU."""
+
+    def __init__(self, c_in: int, c_out: int, kernel: int, stride: int, norm: str | None):
         super().__init__()
-        self.conv = nn.Conv1d(c_in, c_out, kernel, stride=stride, bias=False)
-        self.layer_norm = nn.GroupNorm(c_out, c_out) if group_norm else None
+        self.conv = Conv1d(c_in, c_out, kernel, stride=stride, bias=norm == "layer")
+        self.layer_norm = (nn.GroupNorm(c_out, c_out) if norm == "group" else
+                           nn.LayerNorm(c_out) if norm == "layer" else None)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.conv(x)
-        return F.gelu(x if self.layer_norm is None else self.layer_norm(x))
+        if isinstance(self.layer_norm, nn.LayerNorm):
+            x = self.layer_norm(x.transpose(1, 2)).transpose(1, 2)
+        elif self.layer_norm is not None:
+            x = self.layer_norm(x)
+        return F.gelu(x)
 
 
 class HubertFeatureEncoder(nn.Module):
-    """Bias-free strided convolutions with GELU; the first one's GroupNorm (a group per
-    channel) normalises each channel over the whole input."""
+    """Strided convolutions with GELU: bias-free, the first one's GroupNorm normalising each
+    channel over the whole input; or (stable_layer_norm) each with a bias and a LayerNorm."""
 
     def __init__(self, cfg: HubertConfig):
         super().__init__()
         dims = (1, *cfg.conv_dims)
         self.conv_layers = nn.ModuleList(
-            HubertConv(dims[i], dims[i + 1], k, s, i == 0)
+            HubertConv(dims[i], dims[i + 1], k, s,
+                       "layer" if cfg.stable_layer_norm else "group" if i == 0 else None)
             for i, (k, s) in enumerate(zip(cfg.conv_kernels, cfg.conv_strides, strict=True)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -153,16 +170,21 @@ class HubertFeedForward(nn.Module):
 
 
 class HubertLayer(nn.Module):
-    """Post-norm: x = LN(x + attention(x)); x = LN(x + feed_forward(x))."""
+    """Post-norm: x = LN(x + attention(x)); x = LN(x + feed_forward(x)). Pre-norm (`pre_norm`):
+    x = x + attention(LN(x)); x = x + feed_forward(LN(x))."""
 
-    def __init__(self, dim: int, heads: int, hidden: int, eps: float):
+    def __init__(self, dim: int, heads: int, hidden: int, eps: float, pre_norm: bool = False):
         super().__init__()
         self.attention = HubertAttention(dim, heads)
         self.layer_norm = nn.LayerNorm(dim, eps=eps)
         self.feed_forward = HubertFeedForward(dim, hidden)
         self.final_layer_norm = nn.LayerNorm(dim, eps=eps)
+        self.pre_norm = pre_norm
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.pre_norm:
+            x = x + self.attention(self.layer_norm(x))
+            return x + self.feed_forward(self.final_layer_norm(x))
         x = self.layer_norm(x + self.attention(x))
         return self.final_layer_norm(x + self.feed_forward(x))
 
@@ -174,20 +196,28 @@ class HubertEncoder(nn.Module):
         self.pos_conv_embed = HubertPositionalConv(dim, cfg.pos_conv_kernel, cfg.pos_conv_groups)
         self.layer_norm = nn.LayerNorm(dim, eps=cfg.layer_norm_eps)
         self.layers = nn.ModuleList(
-            HubertLayer(dim, cfg.heads, cfg.intermediate_size, cfg.layer_norm_eps)
+            HubertLayer(dim, cfg.heads, cfg.intermediate_size, cfg.layer_norm_eps,
+                        cfg.stable_layer_norm)
             for _ in range(cfg.layers))
+        self.pre_norm = cfg.stable_layer_norm
 
-    def forward(self, x: torch.Tensor,
-                each: Callable[[torch.Tensor], None] | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, each: Callable[[torch.Tensor], None] | None = None,
+                layers: int | None = None) -> torch.Tensor:
         """The last layer's output; `each` sees every hidden state (the first layer norm's
-        output, then each layer's)."""
-        x = self.layer_norm(x + self.pos_conv_embed(x))
-        for layer in self.layers:
+        output, or with pre-norm layers their input, then each layer's). layers: run only the
+        first this many (their last output is returned, without a pre-norm encoder's final
+        LayerNorm)."""
+        x = x + self.pos_conv_embed(x)
+        if not self.pre_norm:
+            x = self.layer_norm(x)
+        for layer in self.layers[:layers]:
             if each is not None:
                 each(x)
             x = layer(x)
         if each is not None:
             each(x)
+        if self.pre_norm and layers is None:
+            x = self.layer_norm(x)
         return x
 
 
@@ -204,10 +234,21 @@ class Hubert(nn.Module):
         self.encoder = HubertEncoder(cfg)
 
     def forward(self, audio: torch.Tensor, average: bool = False) -> torch.Tensor:
-        x = self.feature_extractor(audio[:, None]).transpose(1, 2)
-        x = self.feature_projection(x)
+        x = self.features(audio)
         if not average:
             return self.encoder(x)
         states: list[torch.Tensor] = []
         self.encoder(x, states.append)
         return torch.stack(states, 1).mean(1)  # (the reference's expression: its sum order)
+
+    def features(self, audio: torch.Tensor) -> torch.Tensor:
+        """The encoder's input [B, frames, hidden] (the projected convolution features)."""
+        x = self.feature_extractor(audio[:, None]).transpose(1, 2)
+        return self.feature_projection(x)
+
+    def hidden_states(self, audio: torch.Tensor, layers: tuple[int, ...]) -> list[torch.Tensor]:
+        """The outputs of the given layers (1-based, as transformers' `hidden_states[k]`, before
+        a pre-norm encoder's final LayerNorm), running no layer past the last one asked for."""
+        states: list[torch.Tensor] = []
+        self.encoder(self.features(audio), states.append, layers=max(layers))
+        return [states[k] for k in layers]

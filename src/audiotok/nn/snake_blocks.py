@@ -51,17 +51,21 @@ class EncoderBlock(nn.Module):
 
 
 class DecoderBlock(nn.Module):
-    """Snake, a transposed convolution dim -> out (kernel 2s, stride s, padding ceil(s / 2);
-    without output padding an odd stride gives L * s - 1 steps, with `odd_padding` L * s),
-    three residual units."""
+    """Snake, a transposed convolution dim -> out, three residual units. The convolution has
+    stride s and kernel 2s, padding ceil(s / 2) (without output padding an odd stride gives
+    L * s - 1 steps, with `odd_padding` L * s); or, given its `kernel`, padding
+    (kernel - s) // 2 (L * s steps for kernel - s even)."""
 
-    def __init__(self, dim: int, out: int, stride: int, odd_padding: bool = False):
+    def __init__(self, dim: int, out: int, stride: int, odd_padding: bool = False,
+                 kernel: int | None = None):
         super().__init__()
-        self.block = nn.Sequential(
-            Snake1d(dim),
-            ConvTranspose1d(dim, out, 2 * stride, stride=stride, padding=math.ceil(stride / 2),
-                            output_padding=stride % 2 if odd_padding else 0),
-            *residual_units(out))
+        if kernel is None:
+            up = ConvTranspose1d(dim, out, 2 * stride, stride=stride,
+                                 padding=math.ceil(stride / 2),
+                                 output_padding=stride % 2 if odd_padding else 0)
+        else:
+            up = ConvTranspose1d(dim, out, kernel, stride=stride, padding=(kernel - stride) // 2)
+        self.block = nn.Sequential(Snake1d(dim), up, *residual_units(out))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.block(x)
@@ -86,16 +90,18 @@ class Encoder(nn.Module):
 
 class Decoder(nn.Module):
     """DAC's decoder: latents [B, latent, T] -> audio [B, 1, samples]: a k7 convolution to
-    `channels`, a DecoderBlock per stride (halving the channels), Snake, a k7 convolution to
-    one channel, then tanh where `tanh` (DAC's; X-Codec's decoder has none)."""
+    `channels`, a DecoderBlock per stride (halving the channels; `kernels`: each block's
+    transposed-convolution kernel, default 2 * stride), Snake, a k7 convolution to one channel,
+    then tanh where `tanh` (DAC's; X-Codec's decoder has none)."""
 
     def __init__(self, latent: int, channels: int, strides: tuple[int, ...],
-                 odd_padding: bool = False, tanh: bool = True):
+                 odd_padding: bool = False, tanh: bool = True,
+                 kernels: tuple[int, ...] | None = None):
         super().__init__()
         layers: list[nn.Module] = [Conv1d(latent, channels, 7, padding=3)]
         for i, stride in enumerate(strides):
             layers.append(DecoderBlock(channels // 2**i, channels // 2 ** (i + 1), stride,
-                                       odd_padding))
+                                       odd_padding, None if kernels is None else kernels[i]))
         out = channels // 2 ** len(strides)
         layers += [Snake1d(out), Conv1d(out, 1, 7, padding=3), *([nn.Tanh()] if tanh else [])]
         self.model = nn.Sequential(*layers)

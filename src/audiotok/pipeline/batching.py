@@ -95,6 +95,7 @@ class Row:
     tokens: np.ndarray  # [K, T]
     n_samples: int
     sample_rate: int
+    globals: np.ndarray | None = None  # [G]: the utterance tokens (a codec that has them)
 
 
 @dataclass
@@ -118,7 +119,9 @@ def encode_batch(codec, batch: list[Decoded]) -> tuple[list[Row], list[Failure]]
             failures += f
         return rows, failures
     tokens = codes.tokens.numpy()
-    rows = [Row(d.item, tokens[i, :, : int(n)], d.source_samples, d.source_rate)
+    utterance = None if codes.globals is None else codes.globals.numpy()
+    rows = [Row(d.item, tokens[i, :, : int(n)], d.source_samples, d.source_rate,
+                None if utterance is None else utterance[i])
             for i, (d, n) in enumerate(zip(batch, codes.lengths.tolist(), strict=True))]
     return rows, []
 

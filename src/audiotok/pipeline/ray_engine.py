@@ -66,7 +66,8 @@ def run_ray(job, address: str | None) -> None:
             else:
                 tokens = np.frombuffer(r["tokens"], job.out.header["token_type"])
                 row = Row(item, tokens.reshape(r["num_codebooks"], -1), r["n_samples"],
-                          r["sample_rate"])
+                          r["sample_rate"], np.frombuffer(r["globals"], np.int64)
+                          if r["globals"] else None)
                 results[shard].rows.append(row)
                 job.progress.update(rows=[row])
             remaining[shard] -= 1
@@ -121,6 +122,7 @@ class Encoder:
         encoded, failures = encode_decoded(self.codec, good, self.batch_seconds) if good else \
             ([], [])
         tokens = {row.item.index: row.tokens for row in encoded}
+        utterance = {row.item.index: row.globals for row in encoded if row.globals is not None}
         errors = {d.item.index: d.error for d in decoded if d.error is not None}
         errors.update({f.item.index: f.reason for f in failures})
         return {
@@ -129,6 +131,8 @@ class Encoder:
             "error": [errors.get(r["index"], "") for r in rows],
             "tokens": [tokens[r["index"]].astype(self.token_type).tobytes()
                        if r["index"] in tokens else b"" for r in rows],
+            "globals": [utterance[r["index"]].astype(np.int64).tobytes()
+                        if r["index"] in utterance else b"" for r in rows],
             "num_codebooks": [self.codec.num_codebooks] * len(rows),
             "n_samples": [r["n_samples"] for r in rows],
             "sample_rate": [r["sample_rate"] for r in rows],

@@ -147,6 +147,10 @@ def tokenize(source: str | os.PathLike, model: str | os.PathLike | Codec, out: s
         raise AudiotokError(f"{codec.title} ({codec.channels} channels, codes with segment "
                             "scales) is not tokenized into corpus shards, which hold mono "
                             "tokens only; use `audiotok encode` (its .codes files keep them)")
+    if npy and codec.global_tokens:
+        raise AudiotokError(f"{codec.title}'s codes carry utterance tokens, which .npy files "
+                            "cannot hold: tokenize without --npy (the shards' globals column "
+                            "holds them)")
     if batch_seconds is None:  # continuing a run keeps its batches; else the device's default
         earlier = None if overwrite else recorded_settings(out).get("batch_seconds")
         batch_seconds = default_batch_seconds(codec.device) if earlier is None else earlier
@@ -195,6 +199,7 @@ def _header(codec: Codec, spec: str, src: Source, settings: dict) -> dict:
             "frame_rate": codec.frame_rate, "num_codebooks": codec.num_codebooks,
             "codebook_sizes": list(codec.codebook_sizes),
             "token_type": token_type(codec.codebook_sizes), "settings": settings,
+            **({"global_tokens": codec.global_tokens} if codec.global_tokens else {}),
             "source": src.location, "source_kind": src.kind,
             "source_fingerprint": src.fingerprint(), "num_items": len(src.items),
             "num_shards": -(-len(src.items) // settings["shard_items"])}

@@ -47,15 +47,17 @@ def _pyarrow():
     return pa, pq
 
 
-def schema(token_type: str, metadata: dict, llm: bool = False):
-    """The shard schema; with llm, an `llm_ids` column (a language model's token ids)."""
+def schema(token_type: str, metadata: dict, llm: bool = False, utterance: bool = False):
+    """The shard schema; with llm, an `llm_ids` column (a language model's token ids); with
+    utterance, a `globals` column (each item's utterance tokens, Codes.globals)."""
     pa, _ = _pyarrow()
     return pa.schema([
         ("id", pa.string()), ("path", pa.string()), ("text", pa.string()),
         ("tokens", pa.list_(getattr(pa, token_type)())), ("num_codebooks", pa.int32()),
         ("n_frames", pa.int64()), ("n_samples", pa.int64()), ("sample_rate", pa.int32()),
         ("duration", pa.float64()),
-    ] + ([("llm_ids", pa.list_(pa.int64()))] if llm else []),
+    ] + ([("globals", pa.list_(pa.int64()))] if utterance else [])
+      + ([("llm_ids", pa.list_(pa.int64()))] if llm else []),
         metadata={"audiotok": json.dumps(metadata, sort_keys=True)})
 
 
@@ -169,13 +171,17 @@ class OutputDir(LockedFolder):
             "sample_rate": [r.sample_rate for r in rows],
             "duration": [r.n_samples / r.sample_rate for r in rows],
         }
+        utterance = bool(self.header.get("global_tokens"))
+        if utterance:
+            columns["globals"] = [r.globals.astype(np.int64).tolist() for r in rows]
         if self.llm is not None:
-            ids = [self.llm.sequence(r.tokens) for r in rows]
+            ids = [self.llm.sequence(r.tokens, r.globals) if utterance else
+                   self.llm.sequence(r.tokens) for r in rows]
             offsets = np.concatenate([[0], np.cumsum([i.size for i in ids])]).astype(np.int32)
             columns["llm_ids"] = pa.ListArray.from_arrays(
                 pa.array(offsets), pa.array(np.concatenate(ids) if ids else np.zeros(0, np.int64)))
         meta = {k: v for k, v in self.header.items() if k != "num_shards"}
-        return pa.table(columns, schema=schema(kind, meta, self.llm is not None))
+        return pa.table(columns, schema=schema(kind, meta, self.llm is not None, utterance))
 
     # -- files ---------------------------------------------------------------------------------
     def _read_manifest(self) -> dict | None:

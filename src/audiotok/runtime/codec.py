@@ -22,7 +22,14 @@ from ..chunking import (
 from ..codes import Codes, as_numpy
 from ..errors import AudiotokError, CheckpointError, CodesError
 from ..models.family import licence_notice
-from ..tokencheck import BATCH_PLACE, CLAMP_HINT, check_batch, rank_error, within_codebooks
+from ..tokencheck import (
+    BATCH_PLACE,
+    CLAMP_HINT,
+    check_batch,
+    check_utterance,
+    rank_error,
+    within_codebooks,
+)
 from . import segments
 
 MANIFEST = "audiotok_onnx.json"
@@ -93,6 +100,18 @@ class OnnxCodec(FrameMath):
         # "segments:L:S": each segment encoded alone, with its scale (runtime/segments.py)
         self.segments = segment_rule(self.frame_rule) \
             if self.frame_rule.startswith("segments:") else None
+        # codes with utterance tokens (Codes.globals): how many an item has, their codebook
+        self.global_tokens = int(facts.get("global_tokens", 0))
+        self.global_codebook_size = int(facts.get("global_codebook_size", 0))
+        # the family's numpy front end ("module:function" in its package, no torch): one
+        # item's samples -> its graphs' inputs by name ("audio", the utterance graph's)
+        self.frontend = None
+        if facts.get("frontend"):
+            from ..models.registry import family
+
+            fn = family(self.name).resolve(facts["frontend"])
+            settings = facts.get("frontend_settings", {})
+            self.frontend = lambda x: fn(x, **settings)
         options = ort.SessionOptions()
         threads = threads or _omp_threads()
         if threads:
@@ -114,7 +133,8 @@ class OnnxCodec(FrameMath):
                 **self.rate_facts(), "samples_per_frame": self.samples_per_frame,
                 "frame_rate": self.frame_rate, "num_codebooks": self.num_codebooks,
                 "codebook_sizes": list(self.codebook_sizes), "channels": self.channels,
-                "licence": self.licence, "folder": str(self.folder)}
+                "global_tokens": self.global_tokens, "licence": self.licence,
+                "folder": str(self.folder)}
 
     # -- encode --------------------------------------------------------------------------------
     def encode(self, x, sample_rate: int | None = None) -> Codes:
@@ -125,6 +145,8 @@ class OnnxCodec(FrameMath):
             self.check_whole_frame(it.samples.shape[-1])
         if self.segments is not None:
             return self._encode_segments(items)
+        if self.frontend is not None:
+            return self._encode_prepared(items)
         frames = [self.num_frames(it.samples.size) for it in items]
         tokens = np.zeros((len(items), self.num_codebooks, max(frames)), np.int64)
         # raw samples: items of one length run as a batch, fed as they are
@@ -148,7 +170,7 @@ class OnnxCodec(FrameMath):
         return self._codes(items, tokens, frames)
 
     def _codes(self, items, tokens: np.ndarray, frames: list[int],
-               scales: np.ndarray | None = None) -> Codes:
+               scales: np.ndarray | None = None, utterance: np.ndarray | None = None) -> Codes:
         return Codes(tokens, np.asarray(frames, np.int64), self.name, self.sample_rate,
                      self.samples_per_frame,
                      np.asarray([self.output_samples(it.samples.shape[-1]) for it in items],
@@ -156,7 +178,26 @@ class OnnxCodec(FrameMath):
                      {"codec_version": __version__, "model": self.title, "runtime": "onnxruntime",
                       "source_sample_rate": [it.source_rate for it in items],
                       "source_num_samples": [it.source_samples for it in items]},
-                     scales=scales)
+                     scales=scales, globals=utterance)
+
+    def _encode_prepared(self, items) -> Codes:
+        """Through the manifest's front end: each item's "audio" input through the encode
+        graphs (items of one length as a batch), and for codes with utterance tokens the
+        utterance graph over every item's other inputs (one batch: they have one shape)."""
+        inputs = [self.frontend(it.samples.reshape(-1)) for it in items]
+        frames = [self.num_frames(it.samples.shape[-1]) for it in items]
+        tokens = np.zeros((len(items), self.num_codebooks, max(frames)), np.int64)
+        for group in self._groups(frames, [x["audio"].size for x in inputs], raw=True):
+            audio = np.stack([inputs[i]["audio"] for i in group])[:, None].astype(np.float32)
+            out = self._encode_batch(audio)
+            for j, i in enumerate(group):
+                tokens[i, :, : frames[i]] = out[j, :, : frames[i]]
+        utterance = None
+        if self.global_tokens:
+            session = self.sessions[self.facts["utterance_graph"]]
+            feed = {i.name: np.stack([x[i.name] for x in inputs]) for i in session.get_inputs()}
+            utterance = session.run(None, feed)[0].astype(np.int64)
+        return self._codes(items, tokens, frames, utterance=utterance)
 
     def _encode_segments(self, items) -> Codes:
         """Items of one length as a batch, segment by segment (runtime/segments.py)."""
@@ -255,10 +296,10 @@ class OnnxCodec(FrameMath):
         return np.concatenate(pieces, -1)
 
     # -- decode --------------------------------------------------------------------------------
-    def decode(self, codes, *, clamp: bool = False) -> np.ndarray:
+    def decode(self, codes, *, clamp: bool = False, globals=None) -> np.ndarray:
         """Audio float32 [B, 1, N] for Codes (numpy or torch arrays) or integer tokens
         [B, K, T] / [K, T]; each item trimmed to its length and zero beyond it, as
-        Codec.decode."""
+        Codec.decode (globals: the utterance tokens, for codes that carry them)."""
         if self.decode_refusal is not None:
             raise AudiotokError(self.decode_refusal)
         scales = getattr(codes, "scales", None)
@@ -266,6 +307,9 @@ class OnnxCodec(FrameMath):
             raise CodesError(f"these codes carry segment scales, which {self.title} does not "
                              "use")
         tokens, lengths, num_samples = self.check_codes(codes, clamp)
+        utterance = check_utterance(getattr(codes, "globals", None) if globals is None
+                                    else globals, tokens.shape[0], self.global_tokens,
+                                    self.global_codebook_size, self.title, clamp)
         if self.segments is not None:
             return self._decode_segments(tokens, lengths, num_samples,
                                          None if scales is None else as_numpy(scales))
@@ -277,13 +321,17 @@ class OnnxCodec(FrameMath):
                 audio[group, :, : n * spf] = self._decode_steps(tokens[group, :, :n])
                 continue
             run = self.sessions["decoder"].run
+
+            def also(rows):  # the utterance tokens of these rows, for codes that carry them
+                return {} if utterance is None else {"globals": utterance[rows]}
+
             if not self._is_long(n):
                 audio[group, :, : n * spf - self.decode_trim] = \
-                    run(None, {"codes": tokens[group, :, :n]})[0]
+                    run(None, {"codes": tokens[group, :, :n], **also(group)})[0]
                 continue
             i = group[0]
             for a, b, keep in self._windows(n):
-                piece = run(None, {"codes": tokens[i: i + 1, :, a:b]})[0]
+                piece = run(None, {"codes": tokens[i: i + 1, :, a:b], **also([i])})[0]
                 audio[i, :, (a + keep.start) * spf: (a + keep.stop) * spf] = \
                     piece[0, :, keep.start * spf: keep.stop * spf]
         whole = lengths * spf - self.decode_trim

@@ -10,10 +10,12 @@ from .errors import EngineBusy, EngineError, StreamClosed
 from .settings import EngineSettings, WindowSettings
 
 _LAZY = {"Engine": ".engine", "EngineStats": ".stats", "DecodeStream": ".streams",
-         "EncodeStream": ".streams", "ScaledTokens": ".requests"}
+         "EncodeStream": ".streams", "ScaledTokens": ".requests",
+         "UtteranceTokens": ".requests"}
 
 __all__ = ["DecodeStream", "EncodeStream", "Engine", "EngineBusy", "EngineError",
-           "EngineSettings", "EngineStats", "ScaledTokens", "StreamClosed", "WindowSettings"]
+           "EngineSettings", "EngineStats", "ScaledTokens", "StreamClosed", "UtteranceTokens",
+           "WindowSettings"]
 
 
 def __getattr__(name: str):

@@ -14,7 +14,9 @@
 A codec of C > 1 channels (`ready["channels"]`) gives PCM [C, n] and takes audio [C, n] (or
 mono [n]); for codes that carry segment scales (EnCodec 48 kHz), a decode stream takes them
 with `send(tokens, scales)` or `send_scales(scales)`, and an encode stream's `scales` holds
-every segment's scale received so far.
+every segment's scale received so far. For codes that carry utterance tokens (BiCodec's 32
+global tokens), a decode stream takes them when it opens: `DecodeStreamClient(url,
+globals=codes.globals[0])`.
 """
 
 from __future__ import annotations
@@ -121,10 +123,13 @@ class DecodeStreamClient(_Client):
 
     def __init__(self, url: str, model: str | None = None, *, sample_format: str = "f32le",
                  clamp: bool = False, binary: bool = True, ids: str | None = None,
-                 ids_offset: int = 0, **kw):
+                 ids_offset: int = 0, globals=None, **kw):
+        """globals [G]: the utterance tokens, for a model whose codes carry them."""
         start = {"sample_format": sample_format, "clamp": clamp}
         if model is not None:
             start["model"] = model
+        if globals is not None:
+            start["globals"] = np.asarray(globals).reshape(-1).tolist()
         if ids is not None:
             start.update(ids=ids, ids_offset=ids_offset)
         super().__init__(url, start, **kw)
@@ -213,9 +218,10 @@ class StreamTimes:
 def stream_decode(url: str, tokens, model: str | None = None, *, push_frames: int = 1,
                   realtime: bool = False, scales=None, **kw
                   ) -> tuple[np.ndarray, dict, StreamTimes]:
-    """Decode tokens [K, T] (and their segments' scales, for codes that carry them) through a
-    WebSocket stream, `push_frames` per message (every push_frames / frame_rate seconds with
-    realtime=True). Returns the audio ([N] or [C, N]), the server's summary and the times."""
+    """Decode tokens [K, T] through a WebSocket stream, `push_frames` per message (every
+    push_frames / frame_rate seconds with realtime=True); `scales`: their segments' scales, for
+    codes that carry them; `globals=` (in kw): the utterance tokens, for codes that carry them.
+    Returns the audio ([N] or [C, N]), the server's summary and the times."""
     tokens = np.asarray(tokens)
     times = StreamTimes()
     with DecodeStreamClient(url, model, **kw) as s:

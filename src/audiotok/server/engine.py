@@ -108,11 +108,12 @@ class Engine:
 
     # -- streams -------------------------------------------------------------------------------
     def open_decode_stream(self, model: str, *, clamp: bool = False, voice: str | None = None,
-                           exact: bool = False) -> DecodeStream:
+                           exact: bool = False, globals=None) -> DecodeStream:
         """A new decode stream (tokens in, audio out); EngineBusy when `max_streams` are open.
         voice: the id of a stored voice, for a model that decodes in one; exact: such a
-        model's exact stream instead of its reference's (S3: decode(chunked=True)'s audio)."""
-        return self._open(DecodeStream, model, clamp, voice, exact)
+        model's exact stream instead of its reference's (S3: decode(chunked=True)'s audio);
+        globals [G]: the utterance tokens, for a model whose codes carry them."""
+        return self._open(DecodeStream, model, clamp, voice, exact, globals)
 
     def open_encode_stream(self, model: str) -> EncodeStream:
         """A new encode stream (audio in, tokens out), for a codec that streams its encoder."""
@@ -126,12 +127,15 @@ class Engine:
         return self._open(EncodeStream, model, False)
 
     def _open(self, cls, model: str, clamp: bool, voice: str | None = None,
-              exact: bool = False) -> Stream:
+              exact: bool = False, utterance=None) -> Stream:
         served = self._served(model)
         conditioning = {}
         if cls.kind == "decode":
             _check_decodes(model, served.codec)
             conditioning = self.voices.conditioning(model, served.codec, voice)
+            utterance = served.codec.check_globals(utterance, 1, clamp)
+            if utterance is not None:
+                conditioning["globals"] = utterance
             if exact:
                 if not conditioning:
                     raise EngineError(f"model {model!r} ({served.codec.title}) has one kind of "
@@ -225,7 +229,8 @@ class Engine:
     def encode(self, model: str, audio) -> Future:
         """Future of tokens int64 [K, T] for float audio [n] (a codec of C > 1 channels: [C, n]
         or mono [n]) at the codec's input rate; for codes that carry segment scales, of
-        ScaledTokens(tokens, scales [S])."""
+        ScaledTokens(tokens, scales [S]); for a codec with utterance tokens, of
+        UtteranceTokens(tokens, globals [G])."""
         served = self._served(model)
         x = check_audio_chunk(audio, served.codec.channels)
         if x.size == 0:
@@ -234,11 +239,13 @@ class Engine:
         return self._submit_request(served, "encode", x, seconds)
 
     def decode(self, model: str, tokens, *, num_samples: int | None = None,
-               clamp: bool = False, scales=None, voice: str | None = None) -> Future:
+               clamp: bool = False, scales=None, voice: str | None = None, globals=None
+               ) -> Future:
         """Future of audio float32 [N] ([C, N] for C > 1 channels) for tokens [K, T] (N =
         num_samples when given, at most T * samples_per_frame); `scales` [S]: the segments'
         scales, for codes that carry them (without: each segment as decoded, unscaled);
-        `voice`: the id of a kept voice, for a model that decodes in one (Engine.voices)."""
+        `voice`: the id of a kept voice, for a model that decodes in one (Engine.voices);
+        `globals` [G]: the utterance tokens, for a model whose codes carry them."""
         served = self._served(model)
         _check_decodes(model, served.codec)
         conditioning = self.voices.conditioning(model, served.codec, voice)
@@ -250,7 +257,11 @@ class Engine:
             raise AudiotokError(f"num_samples {num_samples} does not fit {t.shape[1]} frames")
         if scales is not None:
             scales = check_scales(scales, served.codec, t.shape[1])
-        return self._submit_request(served, "decode", (t, num_samples, scales, conditioning),
+        utterance = served.codec.check_globals(globals, 1, clamp)
+        if utterance is not None:
+            utterance = utterance[0]
+        return self._submit_request(served, "decode",
+                                    (t, num_samples, scales, utterance, conditioning),
                                     t.shape[1] / served.codec.frame_rate)
 
     async def aencode(self, model: str, audio) -> np.ndarray:

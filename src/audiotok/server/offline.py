@@ -44,17 +44,20 @@ def add_offline_routes(app, state) -> None:
         fmt = q.get("format", "json")
         if fmt not in ("json", "npy", "codes"):
             raise HTTPError(400, f"unknown format {fmt!r}; expected json, npy or codes")
-        if fmt == "npy" and codec.streaming.scales:
-            raise HTTPError(400, f"{codec.title} codes carry segment scales, which a .npy file "
+        if fmt == "npy" and (codec.streaming.scales or codec.global_tokens):
+            what = "segment scales" if codec.streaming.scales else "utterance tokens"
+            raise HTTPError(400, f"{codec.title} codes carry {what}, which a .npy file "
                                  "cannot hold; ask for format=json or format=codes")
         item = await _audio_of(request, state, codec)
         length = item.samples.shape[-1]
         seconds = length / codec.input_rate
         start = time.perf_counter()
         tokens = await _engine_call(engine.aencode(name, item.samples.numpy()))
-        scales = None
+        scales = utterance = None
         if codec.streaming.scales:
             tokens, scales = tokens
+        elif codec.global_tokens:
+            tokens, utterance = tokens
         elapsed = time.perf_counter() - start
         n_samples = codec.output_samples(length)  # what it decodes to
         headers = {"X-Frames": str(tokens.shape[1]), "X-Num-Samples": str(n_samples),
@@ -73,12 +76,16 @@ def add_offline_routes(app, state) -> None:
                           samples_per_frame=codec.samples_per_frame,
                           num_samples=torch.tensor([n_samples]),
                           scales=None if scales is None else torch.from_numpy(scales)[None],
+                          globals=None if utterance is None else
+                          torch.from_numpy(utterance)[None],
                           meta={"codec_version": __version__, "model": codec.title,
                                 "source_sample_rate": [item.source_rate],
                                 "source_num_samples": [item.source_samples]})
             return Response(codes_to_bytes(codes), media_type="application/octet-stream",
                             headers=headers)
         extra = {} if scales is None else {"scales": scales.tolist()}
+        if utterance is not None:
+            extra["globals"] = utterance.tolist()
         return JSONResponse({"model": name, "codec": codec.name, "tokens": tokens.tolist(),
                              **extra, "frames": tokens.shape[1], "num_samples": n_samples,
                              "sample_rate": codec.sample_rate, "seconds": seconds,
@@ -125,13 +132,16 @@ def add_offline_routes(app, state) -> None:
                 _stream_audio(s, fmt, sample_format, codec.sample_rate, limit),
                 media_type="audio/wav" if fmt == "wav" else "application/octet-stream",
                 headers=_pcm_headers(codec, sample_format))
-        scales = _item_scales(doc.get("scales"), tokens.shape[0])
+        scales = _item_rows(doc.get("scales"), tokens.shape[0], "scales", "segments")
+        utterance = _item_rows(doc.get("globals"), tokens.shape[0], "globals",
+                               "utterance tokens")
         voice = q.get("voice", doc.get("voice"))
         start = time.perf_counter()
         futures = [engine.decode(name, tokens[i],
                                  num_samples=None if num_samples is None else
                                  int(num_samples[i]), clamp=clamp, scales=scales[i],
-                                 voice=None if voice is None else str(voice))
+                                 voice=None if voice is None else str(voice),
+                                 globals=utterance[i])
                    for i in range(tokens.shape[0])]
         audio = [await _engine_call(asyncio.wrap_future(f)) for f in futures]
         headers = {**_pcm_headers(codec, sample_format),
@@ -254,16 +264,17 @@ async def _engine_call(awaitable):
         raise HTTPError(500, f"{type(e).__name__}: {e}") from None
 
 
-def _item_scales(scales, items: int) -> list:
-    """Each item's segment scales (None: none given) from a body's "scales": [S] for one item,
-    or [B, S] (JSON lists of lists, a .codes archive's array)."""
-    if scales is None:
+def _item_rows(value, items: int, name: str, what: str) -> list:
+    """Each item's row of a body's per-item values (segment scales, utterance tokens; None:
+    none given): [S] for one item, or [B, S] (JSON lists of lists, a .codes archive's
+    array)."""
+    if value is None:
         return [None] * items
-    batch = isinstance(scales, np.ndarray) or (isinstance(scales, list) and bool(scales) and
-                                               isinstance(scales[0], list))
-    rows = list(scales) if batch else [scales]
+    batch = isinstance(value, np.ndarray) and value.ndim == 2 or (
+        isinstance(value, list) and bool(value) and isinstance(value[0], list))
+    rows = list(value) if batch else [value]
     if len(rows) != items:
-        raise HTTPError(400, f"scales must be [{items}, segments] for {items} items")
+        raise HTTPError(400, f"{name} must be [{items}, {what}] for {items} items")
     return rows
 
 

@@ -118,9 +118,9 @@ def tokens_from_json(value) -> np.ndarray:
 def codes_from_body(body: bytes, content_type: str) -> tuple[np.ndarray, np.ndarray | None,
                                                               dict]:
     """(tokens [B, K, T] int64, num_samples [B] or None, JSON options) from a decode body:
-    JSON {"tokens": ..., "num_samples"?, "scales"?, ...}, a .npy file ([K, T]) or a .codes
-    archive. Segment scales (codes that carry them) come as the options' "scales": [S] or
-    [B, S] in JSON, the archive's [B, S]."""
+    JSON {"tokens": ..., "num_samples"?, "scales"?, "globals"?, ...}, a .npy file ([K, T]) or
+    a .codes archive. Segment scales and utterance tokens (codes that carry them) come as the
+    options' "scales" / "globals": [S] or [B, S] in JSON, the archive's [B, S]."""
     if content_type.startswith("application/json") or body[:1] in (b"{", b"["):
         try:
             doc = json.loads(body)
@@ -156,4 +156,6 @@ def codes_from_body(body: bytes, content_type: str) -> tuple[np.ndarray, np.ndar
     doc = {"codec": codes.codec}
     if codes.scales is not None:
         doc["scales"] = codes.scales.numpy()
+    if codes.globals is not None:
+        doc["globals"] = codes.globals.numpy()
     return tokens, ns, doc

@@ -13,7 +13,9 @@ binary int32 LE ids in any count, {"type": "ids", "ids": [...]} or {"type": "tex
 "<custom_token_...>..."} in any pieces; the scheme's end of speech ends the input like "end",
 and "done" says how many ids of an incomplete last frame were dropped ("dropped_ids"). A model
 that decodes in a voice (S3 token to audio) takes the id of a stored voice in the start
-message ("voice": ID, from POST /v1/voices), and "exact": true for its exact stream.
+message ("voice": ID, from POST /v1/voices), and "exact": true for its exact stream. A codec
+whose codes carry utterance tokens ("global_tokens": G in "ready", BiCodec's) takes the
+utterance's G tokens in the start message ("globals": [...]).
 
 The encode stream is the same with audio in (binary PCM at "sample_rate", any rate) and token
 messages out ("token_format": "json" or "binary"). A codec of C > 1 channels ("channels" in
@@ -162,6 +164,8 @@ def _open(state, kind: str, start: dict):
              "channels": codec.channels, "sample_format": sample_format}
     if codec.streaming.scales:
         facts["segment_scales"] = True
+    if codec.global_tokens:
+        facts["global_tokens"] = codec.global_tokens
     session = (DecodeSession if kind == "decode" else EncodeSession)(
         engine, name, codec, start, sample_format)
     return session.stream, {**facts, **session.facts}, session.read_input, \
@@ -183,7 +187,8 @@ class DecodeSession:
             raise Close(1007, "voice must be a voice id (a string)")
         if not isinstance(exact, bool):
             raise Close(1007, "exact must be true or false")
-        self.stream = engine.open_decode_stream(name, clamp=clamp, voice=voice, exact=exact)
+        self.stream = engine.open_decode_stream(name, clamp=clamp, voice=voice, exact=exact,
+                                                globals=start.get("globals"))
         self.facts = {"stream": self.stream.id,
                       "decode": engine.models[name].runners["decode"].mode}
         if self.ids is not None:

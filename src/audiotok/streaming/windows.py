@@ -26,6 +26,7 @@ class WindowRow:
     frames: int = 0  # frames pushed
     emitted: int = 0  # frames whose audio is out
     ended: bool = False
+    globals: torch.Tensor | None = None  # [rows, G]: the utterance tokens (Codes.globals)
 
 
 def lookahead_needed(codec) -> int:
@@ -55,8 +56,11 @@ class WindowStreamer(Streamer):
         check_window(codec, window)
         self.window = window
 
-    def new(self, rows: int = 1) -> WindowRow:
-        return WindowRow(torch.zeros(rows, self.codec.num_codebooks, 0, dtype=torch.long))
+    def new(self, rows: int = 1, globals: torch.Tensor | None = None) -> WindowRow:
+        """globals [rows, G]: the utterance tokens every window decodes with, for a codec
+        that has them (checked: Codec.check_globals)."""
+        return WindowRow(torch.zeros(rows, self.codec.num_codebooks, 0, dtype=torch.long),
+                         globals=globals)
 
     def take(self, row: WindowRow, waiting: int, ending: bool, scales: int = 0) -> int | None:
         if row.ended:
@@ -89,11 +93,11 @@ class WindowStreamer(Streamer):
             first = window_start(row.emitted, w.left, w.align)
             stop = min(frames, row.emitted + count + w.lookahead)
             windows.append((i, history[..., first - row.start : stop - row.start], first,
-                            row.emitted - first, count))
+                            row.emitted - first, count, row.globals))
         if windows:
             audio = self._decode(windows)
             spf = codec.samples_per_frame
-            for (i, tokens, _, offset, count), a in zip(windows, audio, strict=True):
+            for (i, tokens, _, offset, count, _), a in zip(windows, audio, strict=True):
                 # (a window's audio ends where its decode does: short of whole frames for some
                 # codecs, zeros after that in a batch of longer windows)
                 end = int(codec.audio_lengths(torch.tensor([tokens.shape[-1]]))[0])
@@ -109,17 +113,19 @@ class WindowStreamer(Streamer):
     def _decode(self, windows: list) -> list[torch.Tensor]:
         """Each window's audio [rows, C, n], all windows decoded as one padded batch."""
         codec = self.codec
-        items = [(tokens[r], first) for _, tokens, first, _, _ in windows
-                 for r in range(tokens.shape[0])]
-        lengths = [t.shape[-1] for t, _ in items]
+        items = [(tokens[r], first, None if g is None else g[r])
+                 for _, tokens, first, _, _, g in windows for r in range(tokens.shape[0])]
+        lengths = [t.shape[-1] for t, _, _ in items]
         batch = torch.zeros(len(items), codec.num_codebooks, max(lengths), dtype=torch.long)
-        for j, (t, _) in enumerate(items):
+        for j, (t, _, _) in enumerate(items):
             batch[j, :, : t.shape[-1]] = t
         codes = Codes(batch, torch.tensor(lengths), codec=codec.name,
-                      sample_rate=codec.sample_rate, samples_per_frame=codec.samples_per_frame)
-        audio = codec.decode(codes, frame_offsets=[first for _, first in items])
+                      sample_rate=codec.sample_rate, samples_per_frame=codec.samples_per_frame,
+                      globals=torch.stack([g for _, _, g in items]) if codec.global_tokens
+                      else None)
+        audio = codec.decode(codes, frame_offsets=[first for _, first, _ in items])
         out, at = [], 0
-        for _, tokens, _, _, _ in windows:
+        for _, tokens, _, _, _, _ in windows:
             out.append(audio[at : at + tokens.shape[0]])
             at += tokens.shape[0]
         return out
@@ -130,8 +136,10 @@ class WindowStreamer(Streamer):
         return [(1, w.left + (w.chunk or 1) + w.lookahead)]
 
     def warm_rows(self, rows: list, frames: int) -> None:
-        tokens = torch.zeros(1, self.codec.num_codebooks, frames, dtype=torch.long)
-        self.codec.decode(tokens)
+        codec = self.codec
+        tokens = torch.zeros(1, codec.num_codebooks, frames, dtype=torch.long)
+        codec.decode(tokens, globals=torch.zeros(1, codec.global_tokens, dtype=torch.long)
+                     if codec.global_tokens else None)
 
 
 def library_window(codec, window) -> Window:

@@ -11,6 +11,7 @@ import audiotok
 from audiotok.server import Engine, EngineSettings
 from audiotok.server.settings import WindowSettings
 from tests.bounds import SAME_MODEL
+from tests.helpers import stream_decoded
 from tests.server.schedules import run_decode_schedule
 from tests.server.test_engine import CORNERS, schedules
 
@@ -26,13 +27,7 @@ def tokens_for(codec, frames: int, seed: int) -> torch.Tensor:
 
 
 def streamed(codec, tokens, sizes, window=None) -> torch.Tensor:
-    pieces, sent = [], 0
-    with codec.stream_decoder(tokens.shape[0], window=window) as dec:
-        for n in sizes:
-            pieces.append(dec.push(tokens[..., sent : sent + n]))
-            sent += n
-        pieces.append(dec.flush())
-    return torch.cat(pieces, -1)
+    return stream_decoded(codec, tokens, sizes, window=window)
 
 
 @pytest.mark.parametrize("name", ["tiny", "tiny_odd"])

@@ -16,17 +16,11 @@ from tests.server.schedules import run_decode_schedule
 from tests.server.test_engine import CORNERS, schedules
 
 pytest.importorskip("fastapi")
-from tests.helpers import check_served  # noqa: E402
+from tests.helpers import check_served, stream_decoded  # noqa: E402
 
 
 def streamed(codec, tokens, sizes, window=None) -> torch.Tensor:
-    pieces, sent = [], 0
-    with codec.stream_decoder(tokens.shape[0], window=window) as dec:
-        for n in sizes:
-            pieces.append(dec.push(tokens[..., sent : sent + n]))
-            sent += n
-        pieces.append(dec.flush())
-    return torch.cat(pieces, -1)
+    return stream_decoded(codec, tokens, sizes, window=window)
 
 
 def test_stream_decoder_equals_offline(higgs):

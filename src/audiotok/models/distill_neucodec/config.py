@@ -54,9 +54,10 @@ class DistillNeuCodecConfig(NeuCodecConfig):
 
     @property
     def hubert(self) -> HubertConfig:
-        return HubertConfig(projection_norm=False,
-                            **{f.name: getattr(self, "hubert_" + f.name)
-                               for f in fields(HubertConfig) if f.name != "projection_norm"})
+        own = ("projection_norm", "stable_layer_norm")  # (DistilHuBERT's: neither)
+        return HubertConfig(**{f.name: getattr(self, "hubert_" + f.name)
+                               for f in fields(HubertConfig) if f.name not in own},
+                            projection_norm=False)
 
     def to_dict(self) -> dict:
         d = {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items()

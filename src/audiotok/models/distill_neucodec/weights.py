@@ -99,7 +99,8 @@ def infer_config(shapes: dict[str, list[int]], file: Path) -> DistillNeuCodecCon
             intermediate_size=shape("generator.backbone.transformers.0.mlp.fc1.weight")[0],
             quantization_dim=shape("fc_prior.weight")[0],
             quantization_levels=(4,) * shape("generator.quantizer.project_in.weight")[0],
-            **{"hubert_" + k: v for k, v in hubert.items() if k != "projection_norm"},
+            **{"hubert_" + k: v for k, v in hubert.items()
+               if k not in ("projection_norm", "stable_layer_norm")},
             adapter_size=shape("SemanticEncoder_module.initial_conv.weight")[0],
             acoustic_dims=tuple(dims),
             acoustic_dim=shape(f"codec_encoder.encoder.blocks.{units - 1}.weight")[0],

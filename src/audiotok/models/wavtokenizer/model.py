@@ -16,9 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ...nn.convnext import ConvNeXtBlock
 from ...nn.istft import ISTFTHead
 from ...nn.kernels import full_attention
-from ...nn.linear import Linear
 from ...nn.seanet import Encoder, EuclideanResidualVQ
 from .config import WavTokenizerConfig
 
@@ -76,23 +76,6 @@ class AdaLayerNorm(nn.Module):
         return y * self.scale.weight[cond] + self.shift.weight[cond]
 
 
-class ConvNeXtBlock(nn.Module):
-    """x + gamma * pwconv2(GELU(pwconv1(AdaLayerNorm(dwconv(x))))), channels-first."""
-
-    def __init__(self, dim: int, hidden: int, ids: int):
-        super().__init__()
-        self.dwconv = _conv(dim, dim, 7, groups=dim)
-        self.norm = AdaLayerNorm(ids, dim)
-        self.pwconv1 = Linear(dim, hidden)
-        self.pwconv2 = Linear(hidden, dim)
-        self.gamma = nn.Parameter(torch.ones(dim))
-
-    def forward(self, x: torch.Tensor, cond: int) -> torch.Tensor:
-        y = self.norm(self.dwconv(x).transpose(1, 2), cond)
-        y = self.gamma * self.pwconv2(F.gelu(self.pwconv1(y)))
-        return x + y.transpose(1, 2)
-
-
 class Backbone(nn.Module):
     """Latents [B, D, T] -> features [B, T, dim]."""
 
@@ -104,9 +87,10 @@ class Backbone(nn.Module):
                                      ResnetBlock(dim, g), ResnetBlock(dim, g),
                                      nn.GroupNorm(g, dim, eps=1e-6))
         self.norm = AdaLayerNorm(cfg.adanorm_embeddings, dim)
-        self.convnext = nn.ModuleList(ConvNeXtBlock(dim, cfg.intermediate_dim,
-                                                    cfg.adanorm_embeddings)
-                                      for _ in range(cfg.num_layers))
+        self.convnext = nn.ModuleList(
+            ConvNeXtBlock(dim, hidden=cfg.intermediate_dim, causal=False,
+                          norm=AdaLayerNorm(cfg.adanorm_embeddings, dim))
+            for _ in range(cfg.num_layers))
         self.final_layer_norm = nn.LayerNorm(dim, eps=1e-6)
         self.cond = cfg.bandwidth_id
 
