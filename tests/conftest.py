@@ -42,6 +42,8 @@ SLOW_FIRST = (
     "tests/models/dac/test_outetts.py",
     "tests/models/encodec/test_48khz.py",
     "tests/models/wavtokenizer/test_onnx.py",
+    "tests/models/bicodec/test_onnx.py",
+    "tests/models/bicodec/test_parity.py",
     "tests/test_stream.py",
     "tests/models/dac/test_parity.py",
     "tests/server/test_page.py",
