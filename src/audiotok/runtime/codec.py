@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -109,7 +110,11 @@ class OnnxCodec(FrameMath):
         if facts.get("frontend"):
             from ..models.registry import family
 
-            fn = family(self.name).resolve(facts["frontend"])
+            ref = str(facts["frontend"])
+            if not re.fullmatch(r"\.[a-z_]+:[a-z_]+", ref):  # (only the family's own modules)
+                raise CheckpointError(f"{self.folder}: frontend {ref!r} is not a function of "
+                                      f"the {self.name} family (\".module:function\")")
+            fn = family(self.name).resolve(ref)
             settings = facts.get("frontend_settings", {})
             self.frontend = lambda x: fn(x, **settings)
         options = ort.SessionOptions()

@@ -1,7 +1,8 @@
 """BiCodec's ONNX export (the small model): encoder, speaker and decoder graphs with the numpy
 front end named in the manifest, and the runtime against the torch codec without torch: both
 token kinds equal, audio within 1e-4, items of different lengths in one call; decoding without
-the global tokens is refused as the torch codec refuses it."""
+the global tokens is refused as the torch codec refuses it, and so is a manifest whose front
+end is not one of the family's functions."""
 
 import json
 
@@ -9,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+import audiotok
+from audiotok.errors import CheckpointError
 from tests.helpers import export_onnx_cli, onnx_graph_facts, run_torch_free, torch_free_script
 
 pytest.importorskip("onnxruntime")
@@ -48,3 +51,8 @@ def test_torch_free_runtime_equals_the_torch_codec(spark, tmp_path):
     assert np.array_equal(z["globals"], batch.globals.numpy())
     np.testing.assert_allclose(z["audio"], codec.decode(batch).numpy(), rtol=0, atol=1e-4)
     assert "32 global tokens" in str(z["refusal"])
+    # a manifest naming any other front end than its family's own functions is refused
+    manifest["frontend"] = "os:system"
+    (out / "audiotok_onnx.json").write_text(json.dumps(manifest))
+    with pytest.raises(CheckpointError, match="is not a function of the bicodec family"):
+        audiotok.load(out)
