@@ -170,10 +170,10 @@ def stream_decoded(codec, tokens: torch.Tensor, sizes, **options) -> torch.Tenso
 
 def check_served(codec, model: str, audio: np.ndarray, tokens: np.ndarray, decode: str) -> None:
     """`codec` served as `model`: HTTP encode of `audio` (f32le at the codec's rate) gives the
-    library's codes, HTTP decode of them its audio (within SAME_MODEL, the same length), and a
-    WebSocket decode stream of `tokens` [K, T] in ragged pushes its offline decode, with the
-    stream kind `decode` in the ready message. Codes with utterance tokens carry them (the
-    encode's, sent with each decode)."""
+    library's codes, HTTP decode of them (with the encode's num_samples) its audio (within
+    SAME_MODEL, the same length), and a WebSocket decode stream of `tokens` [K, T] in ragged
+    pushes its offline decode, with the stream kind `decode` in the ready message. Codes with
+    utterance tokens carry them (the encode's, sent with each decode)."""
     import torch
 
     from tests.bounds import SAME_MODEL
@@ -190,10 +190,13 @@ def check_served(codec, model: str, audio: np.ndarray, tokens: np.ndarray, decod
         if want.globals is not None:
             extra = {"globals": want.globals[0].tolist()}
             assert r.json()["globals"] == extra["globals"]
+        # (with the encode's num_samples: the samples its frames decode to, at most)
+        assert r.json()["num_samples"] == int(want.num_samples[0])
         r = client.post(f"/v1/decode?model={model}&format=pcm&sample_format=f32le",
-                        json={"tokens": want.tokens[0].tolist(), **extra})
+                        json={"tokens": want.tokens[0].tolist(),
+                              "num_samples": [int(want.num_samples[0])], **extra})
         assert r.status_code == 200, r.text
-        ref = codec.decode(want.tokens, globals=want.globals)[0, 0].numpy()
+        ref = codec.decode(want)[0, 0].numpy()
         pcm = np.frombuffer(r.content, "<f4")
         assert pcm.shape == ref.shape and np.abs(pcm - ref).max() <= SAME_MODEL
         offline = codec.decode(torch.from_numpy(tokens), globals=want.globals)[0, 0].numpy()

@@ -132,12 +132,11 @@ class FrameMath:
         return frames_for(self.frame_rule, num_samples, self.input_samples_per_frame)
 
     def output_samples(self, num_samples: int) -> int:
-        """Samples at sample_rate that `num_samples` input samples last (the same number
-        unless the rates differ; then no more than their frames decode to)."""
-        if self.input_rate == self.sample_rate:
-            return num_samples
-        return min(-(-num_samples * self.sample_rate // self.input_rate),
-                   self.num_frames(num_samples) * self.samples_per_frame)
+        """Samples at sample_rate that `num_samples` input samples last, no more than their
+        frames decode to (a frame rule that drops a partial last frame decodes fewer)."""
+        at_rate = num_samples if self.input_rate == self.sample_rate else \
+            -(-num_samples * self.sample_rate // self.input_rate)
+        return min(at_rate, self.num_frames(num_samples) * self.samples_per_frame)
 
     def segment_count(self, frames: int) -> int:
         """Segments of an item of `frames` frames, for a "segments:L:S" frame rule (codes that

@@ -44,6 +44,12 @@ def server():
 
 @pytest.fixture(scope="module")
 def page(server):
+    yield from open_page(server)
+
+
+def open_page(server):
+    """The page of the server at `server` in headless Chromium, once idle (for a module's `page`
+    fixture); no page errors by the end."""
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
             "--no-sandbox", "--autoplay-policy=no-user-gesture-required",

@@ -238,7 +238,8 @@ async function reconstruct() {
       const r = await api(`/v1/decode?model=${q}&format=wav`, {
         method: "POST", headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ tokens: enc.tokens, num_samples: [enc.num_samples],
-                               ...(enc.scales ? { scales: enc.scales } : {}) }),
+                               ...(enc.scales ? { scales: enc.scales } : {}),
+                               ...(enc.globals ? { globals: enc.globals } : {}) }),
       });
       const blob = await r.blob();
       result = { blob, decodeSeconds: parseFloat(r.headers.get("X-Decode-Seconds")),
@@ -287,7 +288,9 @@ function streamDecode(name, enc, model) {
     const k = enc.tokens.length, frames = enc.frames, channels = model.channels || 1;
     const started = performance.now();
     const fail = (message) => { clearInterval(timer); ws.close(); player.close(); reject(new Error(message)); };
-    ws.onopen = () => ws.send(JSON.stringify({ type: "start", model: name, sample_format: "f32le" }));
+    // codes with utterance tokens (BiCodec's global tokens): the stream opens with them
+    ws.onopen = () => ws.send(JSON.stringify({ type: "start", model: name, sample_format: "f32le",
+                                               ...(enc.globals ? { globals: enc.globals } : {}) }));
     ws.onerror = () => fail("the stream's connection failed");
     ws.onmessage = (ev) => {
       if (typeof ev.data !== "string") {
