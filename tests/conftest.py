@@ -44,6 +44,7 @@ SLOW_FIRST = (
     "tests/models/wavtokenizer/test_onnx.py",
     "tests/models/bicodec/test_onnx.py",
     "tests/models/bicodec/test_parity.py",
+    "tests/models/bicodec/test_released.py",
     "tests/test_stream.py",
     "tests/models/dac/test_parity.py",
     "tests/server/test_page.py",

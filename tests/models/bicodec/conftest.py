@@ -1,6 +1,5 @@
-"""BiCodec fixtures: Spark's BiCodec on random weights (small, and the released size with a
-narrow wav2vec2 of XLSR-53's width), saved as Spark's model folder, once per session, built
-on first use."""
+"""BiCodec fixtures: Spark's BiCodec on random weights at a small size, saved as Spark's model
+folder, once per session, built on first use (the released size: test_released.py's own)."""
 
 from types import SimpleNamespace
 
@@ -12,14 +11,14 @@ import audiotok
 from audiotok.models.bicodec.llm import MARKERS
 from tests.models.bicodec import reference
 
-SPECS = {"tiny": reference.TINY, "full": reference.FULL}
+SPECS = {"tiny": reference.TINY}
 
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """name -> SimpleNamespace(ref: Spark's BiCodec, w2v: its wav2vec2, tok: Spark's tokenizer
-    around them, folder: the model folder, codec: ours loaded from it). The full size is saved
-    with spark-tts-lib's weight-norm spelling, the small one with the released file's."""
+    around them, folder: the model folder, codec: ours loaded from it), saved with the released
+    file's weight-norm spelling."""
     built = {}
 
     def get(name):
@@ -27,8 +26,7 @@ def spark(tmp_path_factory):
             spec = SPECS[name]
             model, w2v = reference.build(spec), reference.wav2vec2(spec)
             folder = reference.save_folder(model, w2v, spec,
-                                           tmp_path_factory.mktemp(f"bicodec_{name}"),
-                                           old_weight_norm=name == "tiny")
+                                           tmp_path_factory.mktemp(f"bicodec_{name}"))
             built[name] = SimpleNamespace(ref=model, w2v=w2v, folder=folder,
                                           tok=reference.tokenizer(model, w2v),
                                           codec=audiotok.load(folder))
