@@ -284,10 +284,8 @@ class Codec(FrameMath):
         scales = getattr(codes, "scales", None)
         with torch.inference_mode():
             if utterance is not None:
-                offsets = None if frame_offsets is None else \
-                    torch.as_tensor(frame_offsets, dtype=torch.long).reshape(-1)
                 audio = self._decode_global(tokens.to(self.device), lengths,
-                                            utterance.to(self.device), offsets)
+                                            utterance.to(self.device))
             elif scales is not None:
                 audio = self._decode_scaled(tokens.to(self.device), lengths,
                                             torch.as_tensor(scales, dtype=torch.float32))
@@ -314,9 +312,10 @@ class Codec(FrameMath):
                             self.title, clamp)
         return None if g is None else torch.from_numpy(g)
 
-    def _decode_global(self, tokens: torch.Tensor, lengths: torch.Tensor, utterance: torch.Tensor,
-                       frame_offsets: torch.Tensor | None) -> torch.Tensor:
-        """_decode_batch for a codec with utterance tokens [B, G] (global_tokens)."""
+    def _decode_global(self, tokens: torch.Tensor, lengths: torch.Tensor, utterance: torch.Tensor
+                       ) -> torch.Tensor:
+        """_decode_batch for a codec with utterance tokens [B, G] (global_tokens); its output
+        does not depend on absolute position (frame_offsets do not apply)."""
         raise NotImplementedError
 
     def make_voice(self, audio, sample_rate: int | None = None):
@@ -354,15 +353,17 @@ class Codec(FrameMath):
         its input's segments overrides it)."""
         raise CodesError(f"these codes carry segment scales, which {self.title} does not use")
 
-    def _decode_by_length(self, tokens: torch.Tensor, lengths: torch.Tensor, decode=None
-                          ) -> torch.Tensor:
+    def _decode_by_length(self, tokens: torch.Tensor, lengths: torch.Tensor, decode=None,
+                          *rows: torch.Tensor) -> torch.Tensor:
         """_decode_batch for a codec whose padding would reach a shorter item's audio: items of
         one length as one batch, every other length on its own. decode: what runs a batch
-        (default model.decode)."""
+        (default model.decode); rows: per-item tensors [B, ...] it also takes (each batch's
+        rows of them, e.g. the utterance tokens)."""
         out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * self.samples_per_frame,
                           device=tokens.device)
         for n, group in by_length(lengths.tolist()):
-            audio = self._run("decode", decode or self.model.decode, tokens[group][..., :n])
+            audio = self._run("decode", decode or self.model.decode, tokens[group][..., :n],
+                              *(r[group] for r in rows))
             out[group, :, : audio.shape[-1]] = audio.to(out.dtype)
         return out
 

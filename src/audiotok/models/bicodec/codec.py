@@ -84,11 +84,10 @@ class BiCodecCodec(Codec):
                 tokens[i] = got[j][None]
         return Encoded(tokens, globals=list(utterance))
 
-    def _decode_global(self, tokens: torch.Tensor, lengths: torch.Tensor, utterance: torch.Tensor,
-                       frame_offsets: torch.Tensor | None) -> torch.Tensor:
-        out = torch.zeros(tokens.shape[0], 1, tokens.shape[-1] * self.samples_per_frame,
-                          device=tokens.device)
-        for n, group in by_length(lengths.tolist()):
-            audio = self._run("decode", self.model.decode, tokens[group, 0, :n], utterance[group])
-            out[group, :, : audio.shape[-1]] = audio.to(out.dtype)
-        return out
+    def _decode_global(self, tokens: torch.Tensor, lengths: torch.Tensor, utterance: torch.Tensor
+                       ) -> torch.Tensor:
+        return self._decode_by_length(tokens, lengths, self._decode_rows, utterance)
+
+    def _decode_rows(self, tokens: torch.Tensor, utterance: torch.Tensor) -> torch.Tensor:
+        """model.decode of codes [B, 1, T] (semantic tokens) and their rows' global tokens."""
+        return self.model.decode(tokens[:, 0], utterance)
