@@ -1,5 +1,6 @@
 """The demo page in a real browser (headless Chromium, driven by Playwright): upload the shipped
-speech sample, reconstruct it in one request and streamed, and upload a broken file.
+speech sample and reconstruct it in one request, its first 2.5 s streamed (at real-time pace),
+and upload a broken file.
 
 Set AUDIOTOK_SCREENSHOT=PATH to also save the finished page there (the README's picture)."""
 
@@ -115,8 +116,7 @@ def run_streamed(page, upload=None) -> None:
 
 
 def test_streamed_reconstruction_reports_first_audio(page, tmp_path):
-    page.set_input_files("#file", str(SPEECH))
-    run_streamed(page)
+    run_streamed(page, speech_clip(tmp_path, 2.5))
     if os.environ.get("AUDIOTOK_SCREENSHOT"):
         page.screenshot(path=os.environ["AUDIOTOK_SCREENSHOT"], full_page=True)
 

@@ -1,9 +1,11 @@
 """Streams of a codec that works in whole segments, each with a scale ("segments", codes that
 carry scales), or in a family's own chunks ("chunks"): a segment or chunk is encoded or decoded
 whole once its input (and, decoding, its scale) is in, so each row runs alone (two rows rarely
-complete one in the same step). A step advances a copy of each row's stream, kept once every
-row has run. The family's stream object (Codec.segment_stream) does the work: push(...) -> what
-became final, finish() -> the rest, copy()."""
+complete one in the same step), unless the family's stream type offers
+push_together(streams, tokens, ending) (S3's chunks: the flows of every stream's ready chunk as
+the rows of one call). A step advances a copy of each row's stream, kept once every row has run.
+The family's stream object (Codec.segment_stream) does the work: push(...) -> what became
+final, finish() -> the rest, copy()."""
 
 from __future__ import annotations
 
@@ -41,12 +43,15 @@ class SegmentStreamer(Streamer):
         return waiting if ending else (whole or None)
 
     def step(self, rows: list[SegmentRow], inputs: list, ending: list[bool]) -> list[torch.Tensor]:
-        new, out = [], []
+        new = [row.inner.copy() for row in rows]
+        together = getattr(type(new[0]), "push_together", None) if new else None
         with torch.inference_mode():
-            for row, x, end in zip(rows, inputs, ending, strict=True):
-                inner = row.inner.copy()
-                new.append(inner)
-                out.append(self._advance(inner, x, end))
+            if together is not None and self.direction == "decode":
+                device = self.codec.device
+                out = together(new, [_chunk(x).tokens.to(device) for x in inputs], ending)
+            else:
+                out = [self._advance(inner, x, end)
+                       for inner, x, end in zip(new, inputs, ending, strict=True)]
         for row, inner, end in zip(rows, new, ending, strict=True):
             row.inner, row.ended = inner, row.ended or end
         return out
@@ -54,7 +59,7 @@ class SegmentStreamer(Streamer):
     def _advance(self, inner, x, end: bool) -> torch.Tensor:
         device = self.codec.device
         if self.direction == "decode":
-            chunk = x if isinstance(x, TokenChunk) else TokenChunk(x)
+            chunk = _chunk(x)
             y = inner.push(chunk.tokens.to(device), chunk.scales)
         else:
             y = inner.push(x.to(device)) if x.shape[-1] else None
@@ -84,3 +89,7 @@ class SegmentStreamer(Streamer):
         else:
             x = torch.zeros(1, codec.channels, codec.input_rate)
         self.step(rows[:1], [x], [True])
+
+
+def _chunk(x) -> TokenChunk:
+    return x if isinstance(x, TokenChunk) else TokenChunk(x)

@@ -17,9 +17,9 @@ def page(spark):
         yield from pages.open_page(base)
 
 
-def test_reconstruct_offline_and_streamed(page):
+def test_reconstruct_offline_and_streamed(page, tmp_path):
     page.set_input_files("#file", str(SPEECH))
     assert pages.run(page) == "done", page.inner_text("#error")
     result = page.evaluate("window.audiotokResult")
     assert abs(result["outputSeconds"] - result["inputSeconds"]) <= 2 * result["frameSeconds"]
-    pages.run_streamed(page)
+    pages.run_streamed(page, pages.speech_clip(tmp_path, 2.5))

@@ -208,3 +208,86 @@ def test_stream_inputs_are_refused_clearly(cosyvoice, s2_codec, monkeypatch):
     with pytest.raises(AudiotokError, match="SineGen2"), \
             codec.stream_decoder(voice=_voice(3), exact=True):
         pass
+
+
+def test_the_flow_runs_items_of_any_length_and_voice_as_rows_of_one_call(cosyvoice):
+    """Flow.rows: items of other lengths, prompts and voices, with a stream's context tokens or
+    without, in the streaming mode or not, as one padded call: each item's mel is its mel
+    alone."""
+    from audiotok.models.s3.token2wav.flow import FlowRow
+
+    _, codec = cosyvoice
+    model = codec.decoder
+    g = torch.Generator().manual_seed(5)
+    voices = [_voice(p, seed=p) for p in (6, 25, 13)]
+    items = [(voices[0], 40), (voices[1], 9), (voices[2], 27), (voices[0], 1)]
+    for streaming, context in ((True, True), (True, False), (False, False)):
+        rows = []
+        for voice, t in items:
+            frames = 2 * (voice.tokens.numel() + t)
+            rows.append(FlowRow(torch.randint(0, 6561, (t,), generator=g), voice.tokens,
+                                voice.mel, voice.embedding, model.noise(frames, None)[0],
+                                torch.randint(0, 6561, (3,), generator=g) if context else None))
+        with torch.inference_mode():
+            together = model.flow.rows(rows, 3, streaming)
+            for row, mel in zip(rows, together, strict=True):
+                alone = model.flow.rows([row], 3, streaming)[0]
+                assert mel.shape == alone.shape == (80, 2 * row.tokens.numel())
+                torch.testing.assert_close(mel, alone, rtol=0, atol=SAME_MODEL)
+        assert together[0].abs().max() > 0.1
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_engine_streams_share_their_flow_calls(cosyvoice, monkeypatch, exact):
+    """Three decode streams in other voices, opened at other steps and pushing other sizes, in
+    one engine: the flows of the chunks that come due in the same step run as one call, and
+    each stream's audio is its library stream's alone."""
+    from audiotok.models.s3.token2wav.flow import Flow
+    from audiotok.server import Engine, EngineSettings
+
+    _, codec = cosyvoice
+    g = torch.Generator().manual_seed(6)
+    # voice, tokens, push size, opening step: the first chunks (after prompts of 6, 25 and 13
+    # tokens: 44, 25 and 37 tokens and 3 more) all come due at step 1
+    plans = [(_voice(6, seed=1), 70, 24, 0), (_voice(25, seed=2), 60, 14, 0),
+             (_voice(13, seed=3), 55, 40, 1)]
+    tokens = [torch.randint(0, 6561, (1, 1, t), generator=g) for _, t, _, _ in plans]
+    want = []
+    for (voice, t, size, _), x in zip(plans, tokens, strict=True):
+        with codec.stream_decoder(voice=voice, seed=0, exact=exact) as dec:
+            want.append(torch.cat([dec.push(x[..., a: a + size]) for a in range(0, t, size)]
+                                  + [dec.flush()], -1)[0, 0])
+    calls, rows = [], Flow.rows
+
+    def counted(self, items, *args):
+        calls.append(len(items))
+        return rows(self, items, *args)
+
+    monkeypatch.setattr(Flow, "rows", counted)
+    made = iter(voice for voice, *_ in plans)
+    monkeypatch.setattr(codec, "make_voice", lambda audio, rate: next(made))
+    engine = Engine({"s3": codec}, EngineSettings(max_streams=3), start=False)
+    ids = [engine.voices.add("s3", codec, np.zeros(16000, np.float32), 16000).id for _ in plans]
+    streams, sent, got = [None] * 3, [0] * 3, [[] for _ in plans]
+    for step in range(60):
+        for i, (_, t, size, opens) in enumerate(plans):
+            if step == opens:
+                streams[i] = engine.open_decode_stream("s3", voice=ids[i], exact=exact)
+            if streams[i] is not None and sent[i] < t:
+                streams[i].push(tokens[i][0, :, sent[i]: sent[i] + size])
+                sent[i] += size
+                if sent[i] >= t:
+                    streams[i].finish()
+        engine.step()
+        for i, s in enumerate(streams):
+            if s is not None:
+                got[i] += s.available()
+        if all(s is not None and s.state == "done" for s in streams):
+            break
+    for i, w in enumerate(want):
+        audio = torch.from_numpy(np.concatenate(got[i]))
+        assert audio.shape == w.shape == (960 * plans[i][1],)
+        torch.testing.assert_close(audio, w, rtol=0, atol=SAME_MODEL)
+    assert max(calls) == 3  # (the guided pair doubles each call's rows inside the flow)
+    assert len(calls) < sum(1 + t // 25 for _, t, _, _ in plans)
+    assert engine.rows_in_use() == 0

@@ -120,12 +120,17 @@ class PreLookahead(nn.Module):
         self.conv1 = nn.Conv1d(width, width, lookahead + 1)
         self.conv2 = nn.Conv1d(width, width, 3)
 
-    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
-        """x [B, T, C] (zero past each item's end), context [B, lookahead, C] or None (zeros)
-        -> [B, T, C]."""
-        h = x if context is None else torch.cat([x, context], 1)
-        h = F.pad(h.transpose(1, 2), (0, x.shape[1] + self.lookahead - h.shape[1]))
-        h = F.pad(F.leaky_relu(self.conv1(h)), (2, 0))
+    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None,
+                lengths: torch.Tensor | None = None) -> torch.Tensor:
+        """x [B, T, C] (zero past each item's end), context [B, lookahead, C] or None (zeros):
+        the frames that follow each item, right after its `lengths` (default T) -> [B, T, C]."""
+        h = F.pad(x, (0, 0, 0, self.lookahead))
+        if context is not None:
+            ends = torch.full((x.shape[0],), x.shape[1], device=x.device) if lengths is None \
+                else lengths
+            at = ends[:, None] + torch.arange(self.lookahead, device=x.device)
+            h = h.scatter(1, at[..., None].expand(-1, -1, x.shape[-1]), context.to(h.dtype))
+        h = F.pad(F.leaky_relu(self.conv1(h.transpose(1, 2))), (2, 0))
         return self.conv2(h).transpose(1, 2) + x
 
 
@@ -158,11 +163,11 @@ class UpsampleConformerEncoder(nn.Module):
                 context: torch.Tensor | None = None) -> torch.Tensor:
         """Embedded tokens x [B, L, 512] (zero past each length) -> [B, 2L, 512]. chunk > 0:
         CosyVoice 2's streaming mode, attention within chunks of `chunk` tokens and those
-        before (2 chunk frames after upsampling); context: the embedded tokens that follow x
+        before (2 chunk frames after upsampling); context: the embedded tokens that follow each item
         ([B, lookahead, 512], a stream's), seen by the pre-lookahead convolution only."""
         keep = _keep(lengths, x.shape[1])
         x = self.embed(x) * keep.transpose(1, 2)  # (past an item's end: zeros, as alone)
-        x = self.pre_lookahead_layer(x, None if context is None else self.embed(context))
+        x = self.pre_lookahead_layer(x, None if context is None else self.embed(context), lengths)
         pos = relative_positions(x.shape[1], x.shape[-1], x.device).to(x.dtype)
         keep = chunked(keep, chunk)
         for layer in self.encoders:

@@ -10,6 +10,7 @@ are cut from the result. Names are the reference's (`flow.*`: CosyVoice 2's flow
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -57,6 +58,20 @@ class Sampler(nn.Module):
         return x
 
 
+@dataclass
+class FlowRow:
+    """One item of a Flow.rows call: tokens [T], its voice's prompt_tokens [P], prompt_mel
+    [F, 80] and embedding [192], noise [80, >= 2 (P + T)], and (a stream's) the `lookahead`
+    tokens that follow [3], or None."""
+
+    tokens: torch.Tensor
+    prompt_tokens: torch.Tensor
+    prompt_mel: torch.Tensor
+    embedding: torch.Tensor
+    noise: torch.Tensor
+    context: torch.Tensor | None = None
+
+
 class Flow(nn.Module):
     def __init__(self, cfg: FlowConfig):
         super().__init__()
@@ -77,22 +92,42 @@ class Flow(nn.Module):
         CosyVoice 2's chunk-aware mode (attention in chunks of `config.chunk` tokens and those
         before; what a stream computes); context: the `lookahead` tokens [B, 3] that follow
         (a stream's, not yet spoken; zeros stand for them otherwise)."""
+        rows = [FlowRow(tokens[b], prompt_tokens[b], prompt_mel[b], embedding[b], noise[b],
+                        None if context is None else context[b])
+                for b in range(tokens.shape[0])]
+        return torch.stack(self.rows(rows, steps, streaming))
+
+    def rows(self, rows: list[FlowRow], steps: int | None = None, streaming: bool = False
+             ) -> list[torch.Tensor]:
+        """Items of any lengths and voices as the rows of one call -> each item's mel
+        [80, 2 (P + T) - F]. Each row is right-padded and masked (its padding reaches none of
+        its frames: the convolutions look left, attention skips padded keys, and the
+        pre-lookahead sees the row's own context after its end), so a row's mel is its mel
+        alone. Every row has a context, or none does."""
+        device = self.encoder_proj.weight.device
         dtype = self.encoder_proj.weight.dtype
-        spks = self.spk_embed_affine_layer(F.normalize(embedding.float(), dim=1).to(dtype)).float()
-        tokens = torch.cat([prompt_tokens, tokens], 1)
-        lengths = torch.full((tokens.shape[0],), tokens.shape[1], device=tokens.device)
+        seqs = [torch.cat([r.prompt_tokens, r.tokens]).to(device) for r in rows]
+        lengths = torch.tensor([s.shape[0] for s in seqs], device=device)
+        tokens = torch.zeros(len(rows), int(lengths.max()), dtype=torch.long, device=device)
+        for b, seq in enumerate(seqs):
+            tokens[b, : seq.shape[0]] = seq
+        context = None
+        if rows[0].context is not None:
+            context = self.input_embedding(torch.stack([r.context for r in rows]).to(device))
+        embedding = torch.stack([r.embedding for r in rows]).float().to(device)
+        spks = self.spk_embed_affine_layer(F.normalize(embedding, dim=1).to(dtype)).float()
         chunk = self.config.chunk if streaming else 0
-        h = self.encoder(self.input_embedding(tokens), lengths, chunk,
-                         None if context is None else self.input_embedding(context))
+        h = self.encoder(self.input_embedding(tokens), lengths, chunk, context)
         mu = self.encoder_proj(h).transpose(1, 2).float()
-        frames = mu.shape[-1]
-        prompt = prompt_mel.shape[1]
-        cond = torch.zeros_like(mu)
-        cond[:, :, :prompt] = prompt_mel.transpose(1, 2)
-        mask = torch.ones(mu.shape[0], 1, frames, dtype=mu.dtype, device=mu.device)
-        mel = self.decoder(noise[..., :frames], mu, mask, spks, cond,
+        frames = TOKEN_MEL_RATIO * lengths
+        cond, noise = torch.zeros_like(mu), torch.zeros_like(mu)
+        for b, r in enumerate(rows):
+            cond[b, :, : r.prompt_mel.shape[0]] = r.prompt_mel.transpose(0, 1)
+            noise[b, :, : int(frames[b])] = r.noise[:, : int(frames[b])]
+        mask = (torch.arange(mu.shape[-1], device=device) < frames[:, None])[:, None]
+        mel = self.decoder(noise, mu, mask.to(mu.dtype), spks, cond,
                            steps or self.config.steps, TOKEN_MEL_RATIO * chunk)
-        return mel[:, :, prompt:]
+        return [mel[b, :, r.prompt_mel.shape[0]: int(frames[b])] for b, r in enumerate(rows)]
 
     def frames(self, tokens: int, prompt_tokens: int, prompt_frames: int) -> int:
         """Mel frames decoded for `tokens` tokens after a prompt."""

@@ -32,6 +32,7 @@ import torch
 
 from ....errors import AudiotokError
 from .config import TOKEN_MEL_RATIO
+from .flow import FlowRow
 from .hift import HiftNoise
 from .vocoder_stream import ExactVocoder
 from .voice import Voice
@@ -71,6 +72,46 @@ class ChunkStream:
 
     def push(self, tokens: torch.Tensor, scales=None) -> torch.Tensor:
         """tokens [B, 1, t] -> audio [B, 1, n] of the chunks they complete."""
+        return ChunkStream.push_together([self], [tokens], [False])[0]
+
+    def finish(self) -> torch.Tensor:
+        """The audio of the tokens not yet spoken (the flow over all tokens: offline, or in
+        the streaming mode for an exact stream)."""
+        return ChunkStream.push_together([self], [None], [True])[0]
+
+    @staticmethod
+    def push_together(streams: list[ChunkStream], tokens: list, ending: list[bool]
+                      ) -> list[torch.Tensor]:
+        """push(tokens[i]) for each stream (None: nothing new), then finish() where ending[i],
+        the streams of one model at once: the flows of the chunks that become ready in the
+        same round run as the rows of one call (Flow.rows; the guided pair is already two
+        rows each), by rounds of one chunk per stream; the vocoder runs per stream. Each
+        stream's audio is what it gives alone."""
+        for stream, t in zip(streams, tokens, strict=True):
+            if t is not None:
+                stream._append(t)
+        outs: list[list[torch.Tensor]] = [[] for _ in streams]
+        while True:
+            ready = [(i, c) for i, s in enumerate(streams)
+                     if (c := s._next_chunk(ending[i])) is not None]
+            if not ready:
+                break
+            groups: dict[tuple, list] = {}
+            for i, (end, last) in ready:
+                s = streams[i]
+                key = (s.steps or s.model.flow.config.steps, s.exact or not last)
+                groups.setdefault(key, []).append((i, end, last))
+            for (steps, streaming), members in groups.items():
+                rows = [r for i, end, last in members for r in streams[i]._flow_rows(end, last)]
+                mels = iter(streams[members[0][0]].model.flow.rows(rows, steps, streaming))
+                for i, end, last in members:
+                    s = streams[i]
+                    mel = torch.stack([next(mels) for _ in s.generators])
+                    outs[i].append(s._vocode(mel[..., TOKEN_MEL_RATIO * s.offset:], last))
+                    s.offset = end
+        return [torch.cat(o, -1) if o else s._empty() for s, o in zip(streams, outs, strict=True)]
+
+    def _append(self, tokens: torch.Tensor) -> None:
         if not self.generators:
             b = tokens.shape[0]
             seeds = [self.seed] * b if isinstance(self.seed, int) else list(self.seed)
@@ -81,44 +122,38 @@ class ChunkStream:
             if self.exact:
                 self.vocoder = ExactVocoder(self.model.hift, self.generators)
         self.tokens = torch.cat([self.tokens, tokens[:, 0].cpu().long()], 1)
-        out = []
-        while True:
-            hop = self.first_hop if self.offset == 0 else self.hop
-            if self.tokens.shape[1] - self.offset < hop + self.lookahead:
-                break
-            out.append(self._chunk(self.offset + hop, False))
-            self.offset += hop
-        return torch.cat(out, -1) if out else self._empty()
 
-    def finish(self) -> torch.Tensor:
-        """The audio of the tokens not yet spoken (the flow over all tokens: offline, or in
-        the streaming mode for an exact stream)."""
+    def _next_chunk(self, ending: bool) -> tuple[int, bool] | None:
+        """(end, last) of the chunk to speak next: the next hop of tokens once the lookahead
+        after it is in, else (ending) every token left, once; None: nothing yet."""
         if self.done:
-            return self._empty()
-        self.done = True
-        if self.tokens.shape[-1] == 0:
-            return self._empty()
-        return self._chunk(self.tokens.shape[1], True)
+            return None
+        hop = self.first_hop if self.offset == 0 else self.hop
+        if self.tokens.shape[1] - self.offset >= hop + self.lookahead:
+            return self.offset + hop, False
+        if ending:
+            self.done = True
+            if self.tokens.shape[-1]:
+                return self.tokens.shape[1], True
+        return None
 
     def _empty(self) -> torch.Tensor:
         return torch.zeros(max(1, len(self.generators)), 1, 0)
 
-    def _chunk(self, end: int, last: bool) -> torch.Tensor:
-        """The audio of tokens offset..end (the reference's `token2wav`; an exact stream's
-        vocoder gives the samples now final)."""
-        model, voice, b = self.model, self.voice, len(self.generators)
-        tokens = self.tokens[:, : end if last else end + self.lookahead].to(self.device)
-        context = None if last else tokens[:, end:]
-        frames = TOKEN_MEL_RATIO * (voice.tokens.numel() + end)
-        noise = model.noise(frames, None).expand(b, -1, -1).to(self.device)
+    def _flow_rows(self, end: int, last: bool) -> list[FlowRow]:
+        """The flow's rows for tokens offset..end (the reference's `token2wav`): every token
+        so far after the voice's prompt, with the lookahead tokens after `end` as context
+        (none for the last chunk), and the fixed noise."""
+        voice = self.voice
+        noise = self.model.noise(TOKEN_MEL_RATIO * (voice.tokens.numel() + end), None)[0]
+        context = None if last else self.tokens[:, end: end + self.lookahead]
+        return [FlowRow(self.tokens[b, :end], voice.tokens, voice.mel.float(),
+                        voice.embedding.float(), noise, None if context is None else context[b])
+                for b in range(self.tokens.shape[0])]
 
-        def rows(x):
-            return x.to(self.device)[None].expand(b, *x.shape)
-
-        mel = model.flow(tokens[:, :end], rows(voice.tokens), rows(voice.mel.float()),
-                         rows(voice.embedding.float()), noise, self.steps,
-                         streaming=self.exact or not last, context=context)
-        mel = mel[..., TOKEN_MEL_RATIO * self.offset:]
+    def _vocode(self, mel: torch.Tensor, last: bool) -> torch.Tensor:
+        """The audio of a chunk's new mel [B, 80, n]: the exact vocoder's samples now final, or
+        the reference's cached vocoder call."""
         if self.vocoder is not None:
             return self.vocoder.push(mel, last).float().cpu()
         return self._cached_vocoder(mel, last)
