@@ -1,12 +1,15 @@
-"""HuBERT and wav2vec 2.0 (transformers' HubertModel / Wav2Vec2Model): raw 16 kHz audio ->
-hidden states at 50 Hz. Two layouts: a group-norm feature encoder and post-norm layers
-(HuBERT-base, DistilHuBERT), or `stable_layer_norm` (wav2vec2-large and XLSR-53: a LayerNorm
-after every feature convolution, pre-norm layers, the encoder's LayerNorm at the end). Module
-names are transformers', so its state dicts load as they are (the positional convolution's
-weight norm folded by `fold_positional_conv`)."""
+"""HuBERT, wav2vec 2.0 and WavLM (transformers' HubertModel / Wav2Vec2Model / WavLMModel): raw
+16 kHz audio -> hidden states at 50 Hz. Two layouts: a group-norm feature encoder and post-norm
+layers (HuBERT-base, DistilHuBERT, WavLM-base-plus), or `stable_layer_norm` (wav2vec2-large and
+XLSR-53: a LayerNorm after every feature convolution, pre-norm layers, the encoder's LayerNorm
+at the end). WavLM adds a relative position bias to every layer's attention scores (bucketed
+key - query offsets, an embedding the first layer holds), scaled per query and head by a gate
+of the attention's input. Module names are transformers', so its state dicts load as they are
+(the positional convolution's weight norm folded by `fold_positional_conv`)."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,6 +41,10 @@ class HubertConfig:
     # wav2vec2-large's layout: every feature convolution with a bias and a LayerNorm, pre-norm
     # layers, the encoder's LayerNorm after the last layer
     stable_layer_norm: bool = False
+    # WavLM: relative position buckets (0: none, HuBERT and wav2vec2) and the offset at which
+    # the last bucket starts
+    relative_buckets: int = 0
+    relative_distance: int = 800
 
     @classmethod
     def from_shapes(cls, shapes: dict[str, list[int]], prefix: str, **fixed) -> dict:
@@ -55,6 +62,7 @@ class HubertConfig:
             return len({m[1] for k in shapes
                         if k.startswith(prefix) and (m := re.match(pattern, k[len(prefix):]))})
 
+        relative = prefix + "encoder.layers.0.attention.rel_attn_embed.weight"
         convs = [shape(f"feature_extractor.conv_layers.{i}.conv.weight")
                  for i in range(count(r"feature_extractor\.conv_layers\.(\d+)\."))]
         hidden = shape("feature_projection.projection.weight")[0]
@@ -68,6 +76,7 @@ class HubertConfig:
                 "projection_norm": prefix + "feature_projection.layer_norm.weight" in shapes,
                 "stable_layer_norm":
                     prefix + "feature_extractor.conv_layers.1.layer_norm.weight" in shapes,
+                "relative_buckets": shapes[relative][0] if relative in shapes else 0,
                 **fixed}
 
 
@@ -145,18 +154,49 @@ class HubertPositionalConv(nn.Module):
 
 
 class HubertAttention(nn.Module):
-    def __init__(self, dim: int, heads: int):
+    """Multi-head self-attention. With `relative` buckets (WavLM) the scores get the position
+    bias [H, T, T] (`bias`: the first layer's `position_bias`) times a gate of each query's
+    input per head, a (b c - 1) + 2: a and b sigmoids of a projection of the head's channels
+    (to 8, summed in fours), c a learned constant."""
+
+    def __init__(self, dim: int, heads: int, relative: int = 0, distance: int = 800,
+                 first: bool = False):
         super().__init__()
         self.heads = heads
         self.q_proj, self.k_proj = Linear(dim, dim), Linear(dim, dim)
         self.v_proj, self.out_proj = Linear(dim, dim), Linear(dim, dim)
+        self.buckets, self.distance = relative, distance
+        if relative:
+            self.gru_rel_pos_const = nn.Parameter(torch.ones(1, heads, 1, 1))
+            self.gru_rel_pos_linear = nn.Linear(dim // heads, 8)
+            if first:
+                self.rel_attn_embed = nn.Embedding(relative, heads)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         b, t, d = x.shape
         q, k, v = (p(x).view(b, t, self.heads, -1).transpose(1, 2)
                    for p in (self.q_proj, self.k_proj, self.v_proj))
-        y = full_attention(q, k, v)
+        if bias is None:
+            y = full_attention(q, k, v)
+        else:
+            gate = self.gru_rel_pos_linear(x.view(b, t, self.heads, -1).transpose(1, 2))
+            a, g = torch.sigmoid(gate.view(b, self.heads, t, 2, 4).sum(-1)).chunk(2, dim=-1)
+            gate = a * (g * self.gru_rel_pos_const - 1.0) + 2.0  # [B, H, T, 1]
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=gate * bias)
         return self.out_proj(y.transpose(1, 2).reshape(b, t, d))
+
+    def position_bias(self, t: int, device=None) -> torch.Tensor:
+        """[H, T, T]: the embedding of each key - query offset's bucket (half the buckets for
+        each sign; offsets below a quarter of them exact, then logarithmic up to `distance`)."""
+        offset = torch.arange(t, device=device)[None, :] - torch.arange(t, device=device)[:, None]
+        half = self.buckets // 2
+        exact = half // 2
+        size = offset.abs()
+        far = exact + (torch.log(size.float() / exact) / math.log(self.distance / exact)
+                       * (half - exact)).to(torch.long)
+        bucket = (offset > 0).long() * half + torch.where(
+            size < exact, size, torch.clamp(far, max=half - 1))
+        return self.rel_attn_embed(bucket).permute(2, 0, 1)
 
 
 class HubertFeedForward(nn.Module):
@@ -173,19 +213,20 @@ class HubertLayer(nn.Module):
     """Post-norm: x = LN(x + attention(x)); x = LN(x + feed_forward(x)). Pre-norm (`pre_norm`):
     x = x + attention(LN(x)); x = x + feed_forward(LN(x))."""
 
-    def __init__(self, dim: int, heads: int, hidden: int, eps: float, pre_norm: bool = False):
+    def __init__(self, dim: int, heads: int, hidden: int, eps: float, pre_norm: bool = False,
+                 relative: int = 0, distance: int = 800, first: bool = False):
         super().__init__()
-        self.attention = HubertAttention(dim, heads)
+        self.attention = HubertAttention(dim, heads, relative, distance, first)
         self.layer_norm = nn.LayerNorm(dim, eps=eps)
         self.feed_forward = HubertFeedForward(dim, hidden)
         self.final_layer_norm = nn.LayerNorm(dim, eps=eps)
         self.pre_norm = pre_norm
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         if self.pre_norm:
-            x = x + self.attention(self.layer_norm(x))
+            x = x + self.attention(self.layer_norm(x), bias)
             return x + self.feed_forward(self.final_layer_norm(x))
-        x = self.layer_norm(x + self.attention(x))
+        x = self.layer_norm(x + self.attention(x, bias))
         return self.final_layer_norm(x + self.feed_forward(x))
 
 
@@ -197,8 +238,9 @@ class HubertEncoder(nn.Module):
         self.layer_norm = nn.LayerNorm(dim, eps=cfg.layer_norm_eps)
         self.layers = nn.ModuleList(
             HubertLayer(dim, cfg.heads, cfg.intermediate_size, cfg.layer_norm_eps,
-                        cfg.stable_layer_norm)
-            for _ in range(cfg.layers))
+                        cfg.stable_layer_norm, cfg.relative_buckets, cfg.relative_distance,
+                        first=i == 0)
+            for i in range(cfg.layers))
         self.pre_norm = cfg.stable_layer_norm
 
     def forward(self, x: torch.Tensor, each: Callable[[torch.Tensor], None] | None = None,
@@ -210,10 +252,12 @@ class HubertEncoder(nn.Module):
         x = x + self.pos_conv_embed(x)
         if not self.pre_norm:
             x = self.layer_norm(x)
+        first = self.layers[0].attention
+        bias = first.position_bias(x.shape[1], x.device).to(x.dtype) if first.buckets else None
         for layer in self.layers[:layers]:
             if each is not None:
                 each(x)
-            x = layer(x)
+            x = layer(x, bias)
         if each is not None:
             each(x)
         if self.pre_norm and layers is None:

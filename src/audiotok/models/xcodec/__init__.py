@@ -1,7 +1,8 @@
 """The X-Codec family: Higgs Audio v2's tokenizer (24 kHz mono, 8 codebooks of 1024 at 25
 frames/s; Higgs Audio v2, OmniVoice) and X-Codec v1 (16 kHz, 8 of 1024 at 50 frames/s; YuE's
 has 12);
-a DAC encoder and a HuBERT semantic branch, a Euclidean residual VQ, a DAC decoder; not causal.
+a DAC encoder and a HuBERT (or WavLM) semantic branch, a Euclidean residual VQ, a DAC decoder;
+not causal.
 
 The family's declaration (models/family.py); the model code is imported on first load."""
 
@@ -62,6 +63,10 @@ FAMILY = Family(
         Preset("xcodec-hubert-general", "hf-audio/xcodec-hubert-general",
                ("model.safetensors", "config.json")),
         Preset("xcodec-hubert-librispeech", "hf-audio/xcodec-hubert-librispeech",
+               ("model.safetensors", "config.json")),
+        Preset("xcodec-wavlm-mls", "hf-audio/xcodec-wavlm-mls",
+               ("model.safetensors", "config.json")),
+        Preset("xcodec-wavlm-more-data", "hf-audio/xcodec-wavlm-more-data",
                ("model.safetensors", "config.json")),
         Preset("xcodec-yue", "m-a-p/xcodec_mini_infer",
                ("final_ckpt/ckpt_00360000.pth", "final_ckpt/config.yaml")),

@@ -113,11 +113,8 @@ class XCodecConfig:
     @classmethod
     def from_soundstream(cls, d: dict, **widths) -> XCodecConfig:
         """X-Codec's SoundStream arguments (its yaml's generator config; YuE's too): the
-        codebooks its last bandwidth buys, full-width codebooks, HuBERT as its semantic
-        teacher (the WavLM ones are not supported)."""
-        if "wavlm" in str(d.get("semantic_techer", "")):
-            raise ConfigError("X-Codec with a WavLM semantic teacher is not supported (only "
-                              "HuBERT ones)")
+        codebooks its last bandwidth buys, full-width codebooks, the semantic
+        teacher of the weights' shapes (HuBERT, or WavLM: its relative position embedding)."""
         try:
             rate, ratios = int(d.get("sample_rate", 16000)), tuple(d.get("ratios", (8, 5, 4, 2)))
             bandwidth = list(d.get("target_bandwidths", (1, 1.5, 2, 4, 6)))[-1]
@@ -155,7 +152,10 @@ class XCodecConfig:
                 pos_conv_groups=semantic.get("num_conv_pos_embedding_groups",
                                              hub.pos_conv_groups),
                 layer_norm_eps=semantic.get("layer_norm_eps", hub.layer_norm_eps),
-                projection_norm=semantic.get("feat_proj_layer_norm", hub.projection_norm))
+                projection_norm=semantic.get("feat_proj_layer_norm", hub.projection_norm),
+                relative_buckets=semantic.get("num_buckets", 320)
+                if semantic.get("model_type") == "wavlm" else 0,
+                relative_distance=semantic.get("max_bucket_distance", hub.relative_distance))
             book = d.get("codebook_dim", 64 if higgs else None)
             return cls(sample_rate=rate, ratios=rates,
                        encoder_dim=acoustic.get("encoder_hidden_size", 64), latent_dim=latent,
