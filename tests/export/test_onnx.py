@@ -188,6 +188,8 @@ def test_bad_inputs_get_the_torch_codecs_errors(folder, s2_golden):
         codec.decode(np.zeros((1, 10, 0), np.int64))
     with pytest.raises(CodesError, match=r"\[B, K, T\]"):
         codec.decode(np.zeros(10, np.int64))
+    with pytest.raises(AudiotokError, match="decodes without voice"):
+        codec.decode(np.zeros((1, 10, 4), np.int64), voice="x.voice")
     with pytest.raises(AudioError, match="NaN"):
         codec.encode(np.full(100, np.nan, np.float32))
     with pytest.raises(AudioError):

@@ -49,8 +49,8 @@ class HubertConfig:
     @classmethod
     def from_shapes(cls, shapes: dict[str, list[int]], prefix: str, **fixed) -> dict:
         """The sizes tensor shapes tell (those under `prefix`, weight norm folded or not) as
-        keyword arguments; what they cannot tell (heads, strides, eps) comes from `fixed` or
-        the defaults."""
+        keyword arguments (relative_buckets only for a WavLM); what they cannot tell (heads,
+        strides, eps) comes from `fixed` or the defaults."""
         def shape(key: str) -> list[int]:
             for k in (key, key.replace(".weight", ".parametrizations.weight.original1"),
                       key + "_v"):
@@ -76,7 +76,7 @@ class HubertConfig:
                 "projection_norm": prefix + "feature_projection.layer_norm.weight" in shapes,
                 "stable_layer_norm":
                     prefix + "feature_extractor.conv_layers.1.layer_norm.weight" in shapes,
-                "relative_buckets": shapes[relative][0] if relative in shapes else 0,
+                **({"relative_buckets": shapes[relative][0]} if relative in shapes else {}),
                 **fixed}
 
 

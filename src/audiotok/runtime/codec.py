@@ -108,15 +108,13 @@ class OnnxCodec(FrameMath):
         # item's samples -> its graphs' inputs by name ("audio", the utterance graph's)
         self.frontend = None
         if facts.get("frontend"):
-            from ..models.registry import family
-
-            ref = str(facts["frontend"])
-            if not re.fullmatch(r"\.[a-z_]+:[a-z_]+", ref):  # (only the family's own modules)
-                raise CheckpointError(f"{self.folder}: frontend {ref!r} is not a function of "
-                                      f"the {self.name} family (\".module:function\")")
-            fn = family(self.name).resolve(ref)
+            fn = self._family_function("frontend")
             settings = facts.get("frontend_settings", {})
             self.frontend = lambda x: fn(x, **settings)
+        # the family's numpy decode around its graphs (S3 token to audio: the Euler steps):
+        # (runtime, tokens [B, T], lengths, num_samples, **conditioning) -> audio
+        self.decoder_runtime = self._family_function("decoder_runtime") \
+            if facts.get("decoder_runtime") else None
         options = ort.SessionOptions()
         threads = threads or _omp_threads()
         if threads:
@@ -132,6 +130,17 @@ class OnnxCodec(FrameMath):
         if self.name not in _ANNOUNCED:  # as audiotok.load does for the torch codecs
             _ANNOUNCED.add(self.name)
             print(licence_notice(self.title, self.licence), file=sys.stderr)
+
+    def _family_function(self, key: str):
+        """The manifest's `key`: a function of the family's own modules (".module:function",
+        no other package's), which run without torch."""
+        from ..models.registry import family
+
+        ref = str(self.facts[key])
+        if not re.fullmatch(r"(\.[a-z_0-9]+)+:[a-z_]+", ref):
+            raise CheckpointError(f"{self.folder}: {key} {ref!r} is not a function of the "
+                                  f"{self.name} family (\".module:function\")")
+        return family(self.name).resolve(ref)
 
     def info(self) -> dict:
         return {"codec": self.name, "model": self.title, "runtime": "onnxruntime",
@@ -301,12 +310,19 @@ class OnnxCodec(FrameMath):
         return np.concatenate(pieces, -1)
 
     # -- decode --------------------------------------------------------------------------------
-    def decode(self, codes, *, clamp: bool = False, globals=None) -> np.ndarray:
+    def decode(self, codes, *, clamp: bool = False, globals=None, **conditioning) -> np.ndarray:
         """Audio float32 [B, 1, N] for Codes (numpy or torch arrays) or integer tokens
         [B, K, T] / [K, T]; each item trimmed to its length and zero beyond it, as
-        Codec.decode (globals: the utterance tokens, for codes that carry them)."""
+        Codec.decode (globals: the utterance tokens, for codes that carry them; conditioning:
+        what the family's decode takes, e.g. S3's voice=, seed=, steps=)."""
         if self.decode_refusal is not None:
             raise AudiotokError(self.decode_refusal)
+        if self.decoder_runtime is not None:
+            tokens, lengths, num_samples = self.check_codes(codes, clamp)
+            return self.decoder_runtime(self, tokens[:, 0], lengths, num_samples,
+                                        **conditioning)
+        if conditioning:
+            raise AudiotokError(f"{self.title} decodes without {', '.join(conditioning)}")
         scales = getattr(codes, "scales", None)
         if scales is not None and self.segments is None:
             raise CodesError(f"these codes carry segment scales, which {self.title} does not "

@@ -291,3 +291,60 @@ def test_engine_streams_share_their_flow_calls(cosyvoice, monkeypatch, exact):
     assert max(calls) == 3  # (the guided pair doubles each call's rows inside the flow)
     assert len(calls) < sum(1 + t // 25 for _, t, _, _ in plans)
     assert engine.rows_in_use() == 0
+
+
+def test_the_onnx_export_decodes_in_a_voice_without_torch(cosyvoice, tmp_path):
+    """`audiotok export` of CosyVoice 2's folder: the tokenizer's graphs and the flow encoder,
+    estimator and vocoder (real-valued, dynamic); the torch-free runtime decodes a ragged batch
+    in a .voice file as the torch model does given the same noise (the runtime draws the
+    excitation's noise from numpy's generator: `draws`), F0 voiced, trimmed alike; no voice,
+    a file that is not one and zero steps are refused clearly."""
+    import json
+
+    import onnx
+
+    from audiotok.models.s3.token2wav.runtime import draws
+    from tests.helpers import export_onnx_cli, run_torch_free, torch_free_script
+
+    _, codec = cosyvoice
+    out = tmp_path / "onnx"
+    export_onnx_cli(Path(codec.source).parent, out)
+    manifest = json.loads((out / "audiotok_onnx.json").read_text())
+    assert set(manifest["graphs"]) == {"features", "encoder", "flow_encoder", "estimator",
+                                       "vocoder"}
+    for graph in ("flow_encoder", "estimator", "vocoder"):
+        ops = {node.op_type for node in onnx.load(str(out / f"{graph}.onnx")).graph.node}
+        assert not ops & {"DFT", "STFT", "Col2Im"}, (graph, ops)
+    voice = _voice(7)
+    voice.save(tmp_path / "v.voice")
+    g = torch.Generator().manual_seed(12)
+    tokens, lengths = torch.randint(0, 6561, (2, 1, 30), generator=g), [30, 19]
+    np.savez(tmp_path / "in.npz", tokens=tokens.numpy(), lengths=np.array(lengths))
+    script = torch_free_script(f"""
+        from audiotok.codes import Codes
+        codes = Codes(d["tokens"], d["lengths"], "s3", 24000, 960)
+        r["audio"] = codec.decode(codes, voice={str(tmp_path / "v.voice")!r}, seed=[3, 4],
+                                  steps=3)
+        from audiotok.errors import AudiotokError
+        for i, kw in enumerate([{{}}, {{"voice": folder + "/flow_noise.npy"}},
+                                {{"voice": {str(tmp_path / "v.voice")!r}, "steps": 0}}]):
+            try:
+                codec.decode(codes, **kw)
+            except AudiotokError as e:
+                r[f"refused_{{i}}"] = np.array(str(e))
+    """)
+    r = run_torch_free(script, out, tmp_path / "in.npz", tmp_path, "CosyVoice")
+    assert "needs a voice" in str(r["refused_0"])
+    assert "voice file" in str(r["refused_1"]) and "positive integer" in str(r["refused_2"])
+    got = r["audio"]
+    model, settings = codec.decoder, manifest["token2wav"]
+    assert got.shape == (2, 1, 960 * 30)
+    with torch.inference_mode():
+        for i, (n, seed) in enumerate(zip(lengths, (3, 4), strict=True)):
+            frames = 2 * (7 + n)
+            mel = model.flow(tokens[i: i + 1, 0, :n], voice.tokens[None], voice.mel[None],
+                             voice.embedding[None], model.noise(frames, None), 3)
+            noise = torch.from_numpy(draws(settings, mel.shape[-1], seed))
+            want = model.hift(mel, HiftNoise(torch.zeros(1, 9), noise))[0, 0].numpy()
+            assert np.abs(got[i, 0, : 960 * n] - want).max() <= AUDIO_PARITY
+            assert not got[i, 0, 960 * n:].any() and np.abs(want).max() > 0.01

@@ -54,7 +54,8 @@ class DistillNeuCodecConfig(NeuCodecConfig):
 
     @property
     def hubert(self) -> HubertConfig:
-        own = ("projection_norm", "stable_layer_norm")  # (DistilHuBERT's: neither)
+        # (DistilHuBERT's: no projection norm, post-norm layers, no relative positions)
+        own = ("projection_norm", "stable_layer_norm", "relative_buckets", "relative_distance")
         return HubertConfig(**{f.name: getattr(self, "hubert_" + f.name)
                                for f in fields(HubertConfig) if f.name not in own},
                             projection_norm=False)

@@ -1,7 +1,7 @@
-"""ONNX graphs of the S3 tokenizer (encode only): features (audio [B, 1, N] of one length ->
-log-mel [B, 128, N // 160], each item normalised by its own maximum; the STFT as real matrix
-products) and encoder (log-mel [B, 128, F], F <= 3000 -> codes [B, 1, T]); a codec's
-token-to-audio model is not exported (the manifest's decode_refusal says so). The manifest's
+"""ONNX graphs of the S3 tokenizer: features (audio [B, 1, N] of one length -> log-mel
+[B, 128, N // 160], each item normalised by its own maximum; the STFT as real matrix products)
+and encoder (log-mel [B, 128, F], F <= 3000 -> codes [B, 1, T]); with a token-to-audio model
+also its graphs (token2wav/onnx.py), which the runtime decodes with. The manifest's
 `feature_windows` tells the runtime how an input over 3000 mel frames runs: the features of the
 whole input, then windows of them through the encoder, merged as the torch codec merges them."""
 
@@ -52,7 +52,12 @@ def onnx_graphs(codec, tmp: Path, facts: dict, settings) -> dict:
     }
     extra = {"graphs": graphs, "encode_graphs": ["features", "encoder"],
              "encode_input": "samples", "frame_axes": {"features": 2}}
-    if codec.decoder is not None:  # (the token-to-audio model is not exported)
-        extra["decode_refusal"] = ("this ONNX export holds the S3 tokenizer only: decode with "
-                                   "the torch codec (its token-to-audio model and a voice)")
+    if codec.decoder is not None:  # token to audio: its graphs, the runtime's decode
+        from .token2wav.onnx import exportable, token2wav_graphs
+
+        if (why := exportable(codec.decoder)) is not None:
+            extra["decode_refusal"] = why
+        else:
+            t2w = token2wav_graphs(codec.decoder.eval(), tmp, facts)
+            extra.update(t2w, graphs={**graphs, **t2w["graphs"]})
     return extra

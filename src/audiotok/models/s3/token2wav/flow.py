@@ -105,7 +105,6 @@ class Flow(nn.Module):
         pre-lookahead sees the row's own context after its end), so a row's mel is its mel
         alone. Every row has a context, or none does."""
         device = self.encoder_proj.weight.device
-        dtype = self.encoder_proj.weight.dtype
         seqs = [torch.cat([r.prompt_tokens, r.tokens]).to(device) for r in rows]
         lengths = torch.tensor([s.shape[0] for s in seqs], device=device)
         tokens = torch.zeros(len(rows), int(lengths.max()), dtype=torch.long, device=device)
@@ -113,12 +112,10 @@ class Flow(nn.Module):
             tokens[b, : seq.shape[0]] = seq
         context = None
         if rows[0].context is not None:
-            context = self.input_embedding(torch.stack([r.context for r in rows]).to(device))
+            context = torch.stack([r.context for r in rows]).to(device)
         embedding = torch.stack([r.embedding for r in rows]).float().to(device)
-        spks = self.spk_embed_affine_layer(F.normalize(embedding, dim=1).to(dtype)).float()
         chunk = self.config.chunk if streaming else 0
-        h = self.encoder(self.input_embedding(tokens), lengths, chunk, context)
-        mu = self.encoder_proj(h).transpose(1, 2).float()
+        mu, spks = self.encode(tokens, lengths, embedding, chunk, context)
         frames = TOKEN_MEL_RATIO * lengths
         cond, noise = torch.zeros_like(mu), torch.zeros_like(mu)
         for b, r in enumerate(rows):
@@ -128,6 +125,18 @@ class Flow(nn.Module):
         mel = self.decoder(noise, mu, mask.to(mu.dtype), spks, cond,
                            steps or self.config.steps, TOKEN_MEL_RATIO * chunk)
         return [mel[b, :, r.prompt_mel.shape[0]: int(frames[b])] for b, r in enumerate(rows)]
+
+    def encode(self, tokens: torch.Tensor, lengths: torch.Tensor, embedding: torch.Tensor,
+               chunk: int = 0, context: torch.Tensor | None = None
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Prompt and tokens [B, L] (right-padded to `lengths` [B]) and x-vectors [B, 192] ->
+        (mu [B, 80, 2L] float32, the speaker's 80 channels [B, 80] float32); chunk and
+        context (tokens [B, 3]) as in rows()."""
+        dtype = self.encoder_proj.weight.dtype
+        spks = self.spk_embed_affine_layer(F.normalize(embedding.float(), dim=1).to(dtype))
+        h = self.encoder(self.input_embedding(tokens), lengths, chunk,
+                         None if context is None else self.input_embedding(context))
+        return self.encoder_proj(h).transpose(1, 2).float(), spks.float()
 
     def frames(self, tokens: int, prompt_tokens: int, prompt_frames: int) -> int:
         """Mel frames decoded for `tokens` tokens after a prompt."""

@@ -26,7 +26,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from ....nn.activations import Snake1d
+from ....nn.istft import irfft_polar, overlap_add
 from ....nn.linear import Linear
+from ....nn.tracing import exporting
 from .config import N_MELS, SAMPLE_RATE, HiftConfig
 
 
@@ -198,9 +200,7 @@ class HiFT(nn.Module):
 
     def generate(self, mel: torch.Tensor, source: torch.Tensor) -> torch.Tensor:
         cfg = self.config
-        spec = torch.stft(source[:, 0], cfg.n_fft, cfg.hop, cfg.n_fft, window=self.window,
-                          return_complex=True)
-        spec = torch.cat([spec.real, spec.imag], 1)  # [B, 18, 120 M + 1]
+        spec = self._stft(source)  # [B, 18, 120 M + 1]: real parts, then imaginary
         x = self.conv_pre(mel)
         kernels = len(cfg.resblock_kernels)
         for i, up in enumerate(self.ups):
@@ -217,6 +217,34 @@ class HiFT(nn.Module):
         half = cfg.n_fft // 2 + 1
         magnitude = torch.exp(x[:, :half]).clamp(max=1e2)
         phase = torch.sin(x[:, half:])
-        spectrum = torch.complex(magnitude * torch.cos(phase), magnitude * torch.sin(phase))
-        audio = torch.istft(spectrum, cfg.n_fft, cfg.hop, cfg.n_fft, window=self.window)
+        audio = self._istft(magnitude, phase)
         return audio.clamp(-cfg.audio_limit, cfg.audio_limit)[:, None]
+
+    def _stft(self, source: torch.Tensor) -> torch.Tensor:
+        """source [B, 1, N] -> [B, n_fft + 2, N / hop + 1]: the centred (reflect-padded)
+        windowed spectrum's real and imaginary parts; when exporting, as one convolution with
+        the windowed DFT's rows (float64 tables, float32 products)."""
+        n, hop = self.config.n_fft, self.config.hop
+        if not exporting():
+            spec = torch.stft(source[:, 0], n, hop, n, window=self.window, return_complex=True)
+            return torch.cat([spec.real, spec.imag], 1)
+        k = torch.arange(n // 2 + 1, dtype=torch.float64)[:, None]
+        angle = 2 * math.pi * ((k * torch.arange(n, dtype=torch.float64)) % n) / n
+        window = self.window.double()
+        rows = torch.cat([angle.cos() * window, -angle.sin() * window]).float()
+        padded = F.pad(source, (n // 2, n // 2), mode="reflect")
+        return F.conv1d(padded, rows[:, None], stride=hop)
+
+    def _istft(self, magnitude: torch.Tensor, phase: torch.Tensor) -> torch.Tensor:
+        """torch.istft of polar(magnitude, phase) [B, n_fft / 2 + 1, T] (centred, the Hann
+        window's squared envelope divided out) -> [B, hop (T - 1)]."""
+        n, hop = self.config.n_fft, self.config.hop
+        if not exporting():
+            spectrum = torch.complex(magnitude * torch.cos(phase), magnitude * torch.sin(phase))
+            return torch.istft(spectrum, n, hop, n, window=self.window)
+        frames = irfft_polar(magnitude.transpose(1, 2), phase.transpose(1, 2), n)
+        frames = frames.transpose(1, 2) * self.window[None, :, None]
+        envelope = overlap_add(self.window.square()[None, :, None].expand(
+            1, -1, frames.shape[-1]), hop)
+        out = overlap_add(frames, hop) / envelope
+        return out[:, n // 2: out.shape[-1] - n // 2]
