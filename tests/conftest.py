@@ -19,6 +19,7 @@ os.environ.setdefault("AUDIOTOK_KERNELS", "default")
 # keep their order. Durations from `pytest --durations=0`, summed per file.
 SLOW_FIRST = (
     "tests/server/test_engine.py",
+    "tests/models/s3/test_token2wav_stream.py",
     "tests/eval/test_runner.py",
     "tests/models/snac/test_streaming.py",
     "tests/pipeline/test_resume.py",
