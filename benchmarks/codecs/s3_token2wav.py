@@ -43,16 +43,11 @@ def main() -> None:
                    help="also audiotok with the flow in bfloat16 (the vocoder in float32)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    from audiotok.models.s3.token2wav.config import COSYVOICE2
-    from audiotok.models.s3.token2wav.model import Token2Wav
     from audiotok.models.s3.token2wav.voice import Voice
-    from audiotok.models.s3.token2wav.weights import combine
     from audiotok.nn.kernels.cpu import this_cpu
 
     flow, hift = t2w.cosyvoice_flow(small=False), t2w.cosyvoice_hift(small=False)
-    sd, cfg = combine(flow.state_dict(), hift.state_dict(), None, COSYVOICE2, "reference")
-    ours = Token2Wav(cfg).eval()
-    ours.load_state_dict({k.removeprefix("token2wav."): v for k, v in sd.items()}, strict=True)
+    ours = t2w.audiotok_token2wav(flow, hift)
     g = torch.Generator().manual_seed(0)
     n_prompt, n_tokens = int(25 * args.prompt), int(25 * args.seconds)
     voice = Voice(torch.randint(0, 6561, (n_prompt,), generator=g),
@@ -85,7 +80,7 @@ def main() -> None:
         return audio[0, 0], t1 - t0, time.perf_counter() - t1
 
     if args.stream:
-        return stream(args, flow, hift, ours, cfg, voice, tokens)
+        return stream(args, flow, hift, ours, voice, tokens)
     runs = {"cosyvoice2": reference, "audiotok": audiotok_run}
     if args.bfloat16:  # the codec's islands: the vocoder in float32
         import copy
@@ -132,7 +127,7 @@ def main() -> None:
                                         indent=1))
 
 
-def stream(args, flow, hift, ours, cfg, voice, tokens) -> None:
+def stream(args, flow, hift, ours, voice, tokens) -> None:
     """Chunk by chunk: the reference's token2wav calls and audiotok's pushes, interleaved."""
     from cosyvoice.cli.model import CosyVoice2Model
 

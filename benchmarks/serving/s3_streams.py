@@ -72,16 +72,11 @@ def main() -> None:
     p.add_argument("--prompt", type=float, default=3.0, help="seconds of voice prompt")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    from audiotok.models.s3.token2wav.config import COSYVOICE2
-    from audiotok.models.s3.token2wav.model import Token2Wav
     from audiotok.models.s3.token2wav.voice import Voice
-    from audiotok.models.s3.token2wav.weights import combine
     from audiotok.nn.kernels.cpu import this_cpu
 
     flow, hift = t2w.cosyvoice_flow(small=False), t2w.cosyvoice_hift(small=False)
-    sd, cfg = combine(flow.state_dict(), hift.state_dict(), None, COSYVOICE2, "reference")
-    model = Token2Wav(cfg).eval()
-    model.load_state_dict({k.removeprefix("token2wav."): v for k, v in sd.items()}, strict=True)
+    model = t2w.audiotok_token2wav(flow, hift)
     del flow, hift
     counts = [int(n) for n in args.streams.split(",")]
     g = torch.Generator().manual_seed(0)

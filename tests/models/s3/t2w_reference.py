@@ -252,3 +252,16 @@ def chatterbox_s3gen(small: bool = True, f0_bias: float | None = 150.0):
     fade[half:] = (torch.cos(torch.linspace(torch.pi, 0, half)) + 1) / 2
     model.register_buffer("trim_fade", fade, persistent=False)
     return model.eval()
+
+
+def audiotok_token2wav(flow, hift):
+    """audiotok's Token2Wav holding CosyVoice 2's flow and HiFT weights (their own names, as
+    flow.pt and hift.pt hold them), eval mode."""
+    from audiotok.models.s3.token2wav.config import COSYVOICE2
+    from audiotok.models.s3.token2wav.model import Token2Wav
+    from audiotok.models.s3.token2wav.weights import combine
+
+    sd, cfg = combine(flow.state_dict(), hift.state_dict(), None, COSYVOICE2, "reference")
+    model = Token2Wav(cfg).eval()
+    model.load_state_dict({k.removeprefix("token2wav."): v for k, v in sd.items()}, strict=True)
+    return model

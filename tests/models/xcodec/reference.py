@@ -329,3 +329,26 @@ def hf_codes(model, audio: torch.Tensor) -> torch.Tensor:
 def hf_decode(model, codes: torch.Tensor) -> torch.Tensor:
     with torch.inference_mode():
         return model.decode(codes, return_dict=False)
+
+
+def xcodec_v1(semantic_config, g: torch.Generator):
+    """transformers' XcodecModel at X-Codec v1's 16 kHz settings, small (acoustic 8 / 64 wide),
+    with `semantic_config` (a HubertConfig or WavLMConfig) as its teacher, randomised from `g`
+    and its codebooks filled; eval mode."""
+    from transformers import XcodecConfig, XcodecModel
+
+    torch.manual_seed(0)
+    config = XcodecConfig(
+        target_bandwidths=[0.5, 1, 1.5, 2, 4], sample_rate=16000, codebook_size=1024,
+        acoustic_model_config=dict(encoder_hidden_size=8, decoder_hidden_size=64,
+                                   downsampling_ratios=[8, 5, 4, 2],
+                                   upsampling_ratios=[8, 5, 4, 2], sampling_rate=16000,
+                                   hidden_size=16),
+        semantic_model_config=semantic_config)
+    model = XcodecModel(config).eval()
+    randomise(model, g)
+    with torch.no_grad():
+        for name, b in model.named_buffers():
+            if name.endswith("codebook.embed"):
+                b.copy_(0.3 * torch.randn(b.shape, generator=g))
+    return model

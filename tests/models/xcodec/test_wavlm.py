@@ -17,26 +17,14 @@ from tests.models.xcodec import reference
 
 @pytest.fixture(scope="module")
 def xcodec_wavlm(tmp_path_factory):
-    from transformers import WavLMConfig, XcodecConfig, XcodecModel
+    from transformers import WavLMConfig
 
-    torch.manual_seed(0)
-    config = XcodecConfig(
-        target_bandwidths=[0.5, 1, 1.5, 2, 4], sample_rate=16000, codebook_size=1024,
-        acoustic_model_config=dict(encoder_hidden_size=8, decoder_hidden_size=64,
-                                   downsampling_ratios=[8, 5, 4, 2],
-                                   upsampling_ratios=[8, 5, 4, 2], sampling_rate=16000,
-                                   hidden_size=16),
-        semantic_model_config=WavLMConfig(hidden_size=768, num_hidden_layers=2,
-                                          num_attention_heads=12, intermediate_size=64,
-                                          conv_dim=(32,) * 7, mask_time_prob=0.0,
-                                          num_buckets=320, max_bucket_distance=800))
-    model = XcodecModel(config).eval()
     g = torch.Generator().manual_seed(1)
-    reference.randomise(model, g)
+    model = reference.xcodec_v1(WavLMConfig(hidden_size=768, num_hidden_layers=2,
+                                            num_attention_heads=12, intermediate_size=64,
+                                            conv_dim=(32,) * 7, mask_time_prob=0.0,
+                                            num_buckets=320, max_bucket_distance=800), g)
     with torch.no_grad():
-        for name, b in model.named_buffers():
-            if name.endswith("codebook.embed"):
-                b.copy_(0.3 * torch.randn(b.shape, generator=g))
         for layer in model.semantic_model.encoder.layers:  # a bias that matters
             layer.attention.gru_rel_pos_const.copy_(torch.rand(1, 12, 1, 1, generator=g) + 0.5)
         model.semantic_model.encoder.layers[0].attention.rel_attn_embed.weight.mul_(8.0)

@@ -11,25 +11,12 @@ from tests.models.xcodec import reference
 
 @pytest.fixture(scope="module")
 def xcodec(tmp_path_factory):
-    from transformers import HubertConfig, XcodecConfig, XcodecModel
+    from transformers import HubertConfig
 
-    torch.manual_seed(0)
-    config = XcodecConfig(
-        target_bandwidths=[0.5, 1, 1.5, 2, 4], sample_rate=16000, codebook_size=1024,
-        acoustic_model_config=dict(encoder_hidden_size=8, decoder_hidden_size=64,
-                                   downsampling_ratios=[8, 5, 4, 2],
-                                   upsampling_ratios=[8, 5, 4, 2], sampling_rate=16000,
-                                   hidden_size=16),
-        semantic_model_config=HubertConfig(hidden_size=768, num_hidden_layers=1,
-                                           num_attention_heads=12, intermediate_size=64,
-                                           conv_dim=(32,) * 7, mask_time_prob=0.0))
-    model = XcodecModel(config).eval()
-    g = torch.Generator().manual_seed(1)
-    reference.randomise(model, g)
-    with torch.no_grad():
-        for name, b in model.named_buffers():
-            if name.endswith("codebook.embed"):
-                b.copy_(0.3 * torch.randn(b.shape, generator=g))
+    model = reference.xcodec_v1(HubertConfig(hidden_size=768, num_hidden_layers=1,
+                                             num_attention_heads=12, intermediate_size=64,
+                                             conv_dim=(32,) * 7, mask_time_prob=0.0),
+                                torch.Generator().manual_seed(1))
     folder = tmp_path_factory.mktemp("xcodec_v1")
     model.save_pretrained(folder)
     return model, audiotok.load(folder)

@@ -75,17 +75,19 @@ def decode(runtime, tokens: np.ndarray, lengths: np.ndarray, num_samples, *, voi
     if num_samples is not None:
         out = np.minimum(out, num_samples)
     audio = np.zeros((b, 1, int(out.max())), np.float32)
+    flow_noise = np.load(runtime.folder / settings["flow_noise"], mmap_mode="r")
     for i in range(b):  # (each item alone: its audio is the one it gives alone)
         n = int(lengths[i])
         got = _item(runtime, settings, tokens[i, :n], prompt, prompt_mel, v["embedding"],
-                    seeds[i], steps)
+                    flow_noise, seeds[i], steps)
         m = min(got.shape[-1], int(out[i]))
         audio[i, :, :m] = got[:, :m]
     return audio
 
 
-def _item(runtime, settings, tokens, prompt, prompt_mel, embedding, seed, steps) -> np.ndarray:
-    """One item's audio [1, N]."""
+def _item(runtime, settings, tokens, prompt, prompt_mel, embedding, flow_noise, seed,
+          steps) -> np.ndarray:
+    """One item's audio [1, N] (flow_noise: the fixed buffer [80, F])."""
     run = {name: s.run for name, s in runtime.sessions.items()}
     seq = np.concatenate([prompt, tokens.astype(np.int64)])[None]
     mu, spks = run["flow_encoder"](None, {
@@ -93,8 +95,7 @@ def _item(runtime, settings, tokens, prompt, prompt_mel, embedding, seed, steps)
         "embedding": embedding.astype(np.float32)[None]})
     frames = mu.shape[-1]
     f = prompt_mel.shape[0]
-    x = np.load(runtime.folder / settings["flow_noise"], mmap_mode="r")[None, :, :frames]
-    x = np.array(x, np.float32)
+    x = np.array(flow_noise[None, :, :frames], np.float32)
     cond = np.zeros_like(mu)
     cond[0, :, :f] = prompt_mel.T
     zero = np.zeros_like
