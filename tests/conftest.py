@@ -1,4 +1,6 @@
+import ctypes
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +10,23 @@ import torch
 # The suite runs on 2 pytest-xdist workers (pyproject's addopts): one torch thread each, so
 # that together they use the machine's 2 cores; alone, 2 threads.
 THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+
+# glibc's malloc serves blocks of 32 MB or more with a fresh mmap and unmaps them when freed,
+# so each of a model's large activations is faulted in page by page every time it is made.
+# In this process (mallopt) and in the processes the tests start (GLIBC_TUNABLES), blocks
+# under 1 GB come from the heap and up to 2 GB of freed heap stays mapped: the suite's CPU time
+# falls by about a tenth (benchmarks/system/allocators.py measures the settings for serving).
+# What the tests compute does not change.
+MMAP_THRESHOLD, TRIM_THRESHOLD = 1 << 30, (1 << 31) - 1
+if sys.platform == "linux":
+    try:
+        _libc = ctypes.CDLL("libc.so.6")
+        _libc.mallopt(-3, MMAP_THRESHOLD)  # M_MMAP_THRESHOLD
+        _libc.mallopt(-1, TRIM_THRESHOLD)  # M_TRIM_THRESHOLD
+        os.environ.setdefault("GLIBC_TUNABLES", f"glibc.malloc.mmap_threshold={MMAP_THRESHOLD}"
+                                                f":glibc.malloc.trim_threshold={TRIM_THRESHOLD}")
+    except (OSError, AttributeError):  # not glibc
+        pass
 torch.set_num_threads(THREADS)
 os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))
 # The kernel rules of this CPU's class (nn/kernels/rules.py), not a calibration file a
