@@ -15,8 +15,9 @@ THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 # so each of a model's large activations is faulted in page by page every time it is made.
 # In this process (mallopt) and in the processes the tests start (GLIBC_TUNABLES), blocks
 # under 1 GB come from the heap and up to 2 GB of freed heap stays mapped: the suite's CPU time
-# falls by about a tenth (benchmarks/system/allocators.py measures the settings for serving).
-# What the tests compute does not change.
+# falls by about a sixth (CHANGELOG.md). The `audiotok` command, which turns on PyTorch's huge
+# pages, gains little from it (benchmarks/system/malloc_heap.py). What the tests compute does
+# not change.
 MMAP_THRESHOLD, TRIM_THRESHOLD = 1 << 30, (1 << 31) - 1
 if sys.platform == "linux":
     try:
