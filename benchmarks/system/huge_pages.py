@@ -55,29 +55,42 @@ def child(models: list[str], seconds: float, repeats: int, threads: int) -> dict
     return out
 
 
-def main() -> None:
+def arguments(doc: str) -> argparse.Namespace:
+    """The options of the benchmarks that compare process settings (this one, malloc_heap.py)."""
     from common import parser
 
-    p = parser(__doc__)
+    p = parser(doc)
     p.add_argument("--model", action="append", default=[],
                    help="a checkpoint, or random-mimi (repeatable; default random-mimi)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     args.model = args.model or ["random-mimi"]
-    if args.child:
-        print(json.dumps(child(args.model, args.seconds, args.repeats, args.threads)))
-        return
-    runs: dict[str, list[dict]] = {"0": [], "1": []}
-    command = [sys.executable, __file__, "--child", "--seconds", str(args.seconds),
+    return args
+
+
+def alternate(script, args, envs: dict[str, dict]) -> dict[str, list[dict]]:
+    """`script --child` with args' options once per setting in its environment (`envs`), the
+    settings in turn for args.rounds rounds; the JSON each run printed last, by setting."""
+    command = [sys.executable, str(script), "--child", "--seconds", str(args.seconds),
                "--repeats", str(args.repeats), "--threads", str(args.threads)]
     for model in args.model:
         command += ["--model", model]
+    runs: dict[str, list[dict]] = {setting: [] for setting in envs}
     for _ in range(args.rounds):
-        for setting in ("0", "1"):
-            env = {**os.environ, "THP_MEM_ALLOC_ENABLE": setting}
+        for setting, env in envs.items():
             done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
             runs[setting].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return runs
+
+
+def main() -> None:
+    args = arguments(__doc__)
+    if args.child:
+        print(json.dumps(child(args.model, args.seconds, args.repeats, args.threads)))
+        return
+    runs = alternate(__file__, args, {s: {**os.environ, "THP_MEM_ALLOC_ENABLE": s}
+                                      for s in ("0", "1")})
     rows = []
     for model in runs["0"][0]:
         for op in ("encode", "decode"):

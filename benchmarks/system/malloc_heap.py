@@ -12,51 +12,32 @@ comes (docs/performance.md#huge-pages).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: common.py, models.py
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from huge_pages import alternate, arguments, child  # noqa: E402
 
 SETTINGS = ("default", "heap")
 TUNABLES = "glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=2147483647"
 
 
 def main() -> None:
-    from common import parser
-
-    p = parser(__doc__)
-    p.add_argument("--model", action="append", default=[],
-                   help="a checkpoint, or random-mimi (repeatable; default random-mimi)")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = p.parse_args()
-    args.model = args.model or ["random-mimi"]
+    args = arguments(__doc__)
     if args.child:
-        from huge_pages import child
-
         out = child(args.model, args.seconds, args.repeats, args.threads)
         out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(out))
         return
-    runs: dict[str, list[dict]] = {s: [] for s in SETTINGS}
-    command = [sys.executable, __file__, "--child", "--seconds", str(args.seconds),
-               "--repeats", str(args.repeats), "--threads", str(args.threads)]
-    for model in args.model:
-        command += ["--model", model]
     base = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
     base["THP_MEM_ALLOC_ENABLE"] = "1"
-    for _ in range(args.rounds):
-        for setting in SETTINGS:
-            env = base if setting == "default" else {**base, "GLIBC_TUNABLES": TUNABLES}
-            done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-            runs[setting].append(json.loads(done.stdout.strip().splitlines()[-1]))
+    runs = alternate(__file__, args, {"default": base,
+                                      "heap": {**base, "GLIBC_TUNABLES": TUNABLES}})
     rows = []
     for model in args.model:
         for op in ("encode", "decode"):
