@@ -31,8 +31,9 @@ BLANK = """(id) => {
 
 def serving(*args: str, **kw):
     """`audiotok serve` (start_server's arguments) for a module's `server` fixture: its address,
-    then SIGTERM and the exit."""
-    p, base, _ = start_server("--step-wait-ms", "5", *args, **kw)
+    then SIGTERM and the exit. Without the warm-up (tests/server/test_serve.py tests it): it
+    would run every step shape in the background while the page's tests run."""
+    p, base, _ = start_server("--step-wait-ms", "5", "--no-warmup", *args, **kw)
     yield base
     os.kill(p.pid, signal.SIGTERM)
     p.wait(timeout=60)

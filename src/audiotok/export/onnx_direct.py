@@ -20,12 +20,14 @@ The rewrites:
 - the Python operators' ATen names (__and__, __or__, __xor__) -> bitwise_and/or/xor;
 - x.to(dtype) on the same device -> _to_copy(x, dtype) (what the decomposition gives);
 - square(x) -> pow(x, 2); conv_transpose1d/2d -> convolution(transposed=True);
-- real(z), imag(z) -> select(view_as_real(z), -1, 0 or 1); rsub(x, c) -> add(neg(x), c).
+- real(z), imag(z) -> select(view_as_real(z), -1, 0 or 1); rsub(x, c) -> add(neg(x), c);
+- batch_norm(training=False) -> the first output of _native_batch_norm_legit_no_training.
 """
 
 from __future__ import annotations
 
 import contextlib
+import operator
 import threading
 from collections.abc import Iterator
 
@@ -64,7 +66,7 @@ def _rewrite(node, implemented, inserted: list) -> bool:
     """Rewrite `node` in place into operators the registry translates (new nodes it needs go to
     `inserted`); False if it cannot."""
     op = node.target
-    if op in implemented or op in _ASSERTIONS:
+    if op in implemented or op in _ASSERTIONS or op is operator.getitem:
         return True
     if op in (aten.real.default, aten.imag.default):  # a complex tensor's parts
         pairs = _insert(node, aten.view_as_real.default, node.args[0])
@@ -74,6 +76,14 @@ def _rewrite(node, implemented, inserted: list) -> bool:
         negated = _insert(node, aten.neg.default, node.args[0])  # other - x = -x + other
         inserted.append(negated)
         node.target, node.args = aten.add.Tensor, (negated, node.args[1])
+    elif op is aten.batch_norm.default and len(node.args) == 9 and node.args[5] is False \
+            and node.args[3] is not None and node.args[4] is not None:  # eval, running stats
+        x, weight, bias, mean, var, _, momentum, eps, _ = node.args
+        norm = _insert(node, aten._native_batch_norm_legit_no_training.default, x, weight, bias,
+                       mean, var, momentum, eps)  # (output, saved mean, saved rstd)
+        inserted.append(norm)
+        node.target, node.args = operator.getitem, (norm, 0)
+        return True
     elif op in _BITWISE:
         node.target = _BITWISE[op]
     elif op in _CASTS:
@@ -101,6 +111,8 @@ def _aliases(node) -> bool:
     """Whether `node`'s output may share memory with an input (views, in-place results), or
     is unknown."""
     op = node.target
+    if op is operator.getitem and isinstance(node.args[0], torch.fx.Node):
+        return _aliases(node.args[0])  # one output of a multi-output operator
     if not isinstance(op, torch._ops.OpOverload):
         return True
     return any(r.alias_info is not None for r in op._schema.returns)
@@ -111,8 +123,12 @@ def _unobserved(x, node, position: dict) -> bool:
     reads it after `node` or through another view; if x is a view, the same of its base."""
     mutation, child = position[node], node
     while True:
-        if not isinstance(x, torch.fx.Node) or x.op != "call_function" \
-                or not isinstance(x.target, torch._ops.OpOverload) or x.target._schema.is_mutable:
+        if not isinstance(x, torch.fx.Node):
+            return False
+        made = x.args[0] if x.target is operator.getitem else x  # (of a multi-output operator)
+        if not isinstance(made, torch.fx.Node) or made.op != "call_function" \
+                or not isinstance(made.target, torch._ops.OpOverload) \
+                or made.target._schema.is_mutable:
             return False
         for user in x.users:
             if user is not child and user.target not in _METADATA and \

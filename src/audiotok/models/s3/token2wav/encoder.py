@@ -25,10 +25,8 @@ def relative_positions(length: int, width: int, device=None) -> torch.Tensor:
     rate = torch.exp(torch.arange(0, width, 2, dtype=torch.float32, device=device)
                      * -(math.log(10000.0) / width))
 
-    def table(angle: torch.Tensor) -> torch.Tensor:
-        out = torch.zeros(length, width, device=device)
-        out[:, 0::2], out[:, 1::2] = torch.sin(angle), torch.cos(angle)
-        return out
+    def table(angle: torch.Tensor) -> torch.Tensor:  # [length, width / 2] -> [length, width]
+        return torch.stack([torch.sin(angle), torch.cos(angle)], -1).reshape(length, width)
 
     ahead, behind = table(position * rate), table(-1 * position * rate)
     return torch.cat([ahead.flip(0), behind[1:]])[None]
