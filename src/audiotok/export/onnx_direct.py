@@ -83,7 +83,7 @@ def _rewrite(node, implemented, inserted: list) -> bool:
                        mean, var, momentum, eps)  # (output, saved mean, saved rstd)
         inserted.append(norm)
         node.target, node.args = operator.getitem, (norm, 0)
-        return True
+        return norm.target in implemented
     elif op in _BITWISE:
         node.target = _BITWISE[op]
     elif op in _CASTS:
